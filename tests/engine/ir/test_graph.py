@@ -1,0 +1,101 @@
+"""IR graph: mutation keeps links consistent, lint catches broken graphs, text form round-trips."""
+import numpy as np
+import pytest
+
+from engine.ir import Attribute, Graph, IRError, Provenance
+
+
+def small_graph() -> Graph:
+    g = Graph()
+    x = g.new_operand("x", dtype="f32", shape=[1, 3, "s0", 8])
+    g.add_op("pnnx.Input", "in0", [], [x])
+    y = g.new_operand("y", dtype="f32", shape=[1, 4, "s0", 8])
+    w = Attribute(np.arange(48, dtype=np.float32).reshape(4, 3, 2, 2))
+    g.add_op("nn.Conv2d", "conv", [x], [y], params={"kernel_size": (2, 2), "bias": False, "padding": "same"},
+             attrs={"weight": w}, provenance=Provenance(("conv2d",), ("features.0",)))
+    z = g.new_operand("z", dtype="f32", shape=[1, 4, "s0", 8])
+    g.add_op("F.relu", "relu", [y], [z], provenance=Provenance(("relu",), ("features.1",)))
+    g.add_op("pnnx.Output", "out0", [z], [])
+    return g
+
+
+def test_text_round_trip_is_identical():
+    g = small_graph()
+    g.lint()
+    text = g.to_text()
+    g2 = Graph.from_text(text)
+    g2.lint()
+    assert g2.to_text() == text
+    assert g2.find_op("conv").provenance.modules == ("features.0",)
+    assert g2.operands["y"].shape == [1, 4, "s0", 8]
+    assert g2.find_op("conv").attrs["weight"].shape == (4, 3, 2, 2)
+
+
+def test_values_round_trip():
+    from engine.ir import format_value, parse_value
+
+    for v in [None, True, False, 0, -3, 1.5, 1e-5, -2.0, "abc", "has space", "a,b", [1, 2], [[1, 2], [3]],
+              ["x", 1, 2.5], [], float("inf")]:
+        back = parse_value(format_value(v))
+        assert back == (list(v) if isinstance(v, tuple) else v), (v, format_value(v), back)
+
+
+def test_remove_refuses_used_output_and_bypass_rewires():
+    g = small_graph()
+    with pytest.raises(IRError, match="still used"):
+        g.remove_op(g.find_op("conv"))
+    g.bypass(g.find_op("relu"))
+    g.lint()
+    assert [op.name for op in g.ops] == ["in0", "conv", "out0"]
+    assert g.find_op("out0").inputs[0].name == "y"
+
+
+def test_lint_detects_use_before_definition_and_duplicates():
+    g = small_graph()
+    g.ops.reverse()
+    with pytest.raises(IRError, match="used before"):
+        g.lint()
+    g.toposort()
+    g.lint()
+    assert [op.name for op in g.ops] == ["in0", "conv", "relu", "out0"]
+
+
+def test_unique_names_and_copy_is_independent():
+    g = small_graph()
+    op = g.add_op("F.relu", "relu", [g.operands["z"]], [g.new_operand("z")])
+    assert op.name == "relu_1" and op.outputs[0].name == "z_1"
+    c = g.copy()
+    c.remove_op(c.find_op("relu_1"))
+    assert g.find_op("relu_1") is not None
+    c.lint()
+    g.lint()
+
+
+def test_provenance_union_keeps_order_without_duplicates():
+    a = Provenance(("conv2d", "bn"), ("m.conv",))
+    b = Provenance(("bn", "relu"), ("m.bn", "m.conv"))
+    u = a.union(b)
+    assert u.nodes == ("conv2d", "bn", "relu")
+    assert u.modules == ("m.conv", "m.bn")
+
+
+def test_lazy_attribute_loads_once_and_checks_shape():
+    calls = []
+
+    def load():
+        calls.append(1)
+        return np.ones((2, 3), np.float32)
+
+    a = Attribute(loader=load, shape=(2, 3), dtype="f32")
+    assert not a.loaded and not calls
+    assert a.data.sum() == 6 and a.data.sum() == 6
+    assert len(calls) == 1
+    bad = Attribute(loader=load, shape=(3, 2), dtype="f32")
+    with pytest.raises(IRError, match="shape"):
+        bad.data
+
+
+def test_networkx_view():
+    g = small_graph()
+    nxg = g.to_networkx()
+    assert set(nxg.successors("conv")) == {"relu"}

@@ -1,0 +1,10 @@
+"""Conversion: converter registries, the conversion context, plug-ins, and the public
+``convert()`` API."""
+from __future__ import annotations
+
+from .api import ConversionResult, ConvertOptions, convert
+from .context import ConversionContext, Unsupported
+from .registry import ATEN, NCNN, Priority, Registry, RegistryError, aten_converter, ncnn_rule
+
+__all__ = ["ATEN", "NCNN", "ConversionContext", "ConversionResult", "ConvertOptions", "Priority", "Registry",
+           "RegistryError", "Unsupported", "aten_converter", "convert", "ncnn_rule"]

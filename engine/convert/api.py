@@ -1,0 +1,140 @@
+"""Public conversion API: ``engine.convert(source, options) -> ConversionResult``.
+
+The run: build the ATen-level IR from the program, run :data:`engine.passes.PIPELINE`
+(snapshotting after each pass), and return a result that holds the three graphs (ATen as built,
+pnnx, final ncnn), every pass record, the diagnostics and the coverage. Writing files is a
+separate, atomic step (:meth:`ConversionResult.write`), so nothing is written for a
+conversion that did not complete unless asked (``partial=True``).
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from ..diagnostics import Diagnostic, DiagnosticList
+from ..errors import ConversionError, PT2Error
+from ..ir import Graph
+from ..passes import PIPELINE, PassContext, PassError, PassManager, PassRecord
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ConvertOptions:
+    """Options of one conversion."""
+
+    fp16: bool = True  #: store tagged ncnn weights as fp16 (pnnx's default)
+    input_shapes: Sequence[Sequence[int]] | None = None  #: concrete shapes for symbolic dims, per user input
+    converters: Sequence[str | Path] = ()  #: plug-in files loaded for this run
+    lint: bool = False  #: lint the graph after every pass (tests)
+    snapshots: bool = True  #: keep a text snapshot and diff per pass
+    model: str | None = None  #: which model of a multi-model package
+
+
+@dataclass
+class ConversionResult:
+    program: Any  #: the engine.ExportedProgram converted
+    aten: Graph  #: the graph as built from the program (ATen vocabulary)
+    pnnx: Graph | None  #: the graph after ATen→pnnx lowering and pnnx-level passes
+    ncnn: Graph  #: the final ncnn graph
+    records: list[PassRecord]
+    diagnostics: list[Diagnostic]
+    seconds: float
+    options: ConvertOptions = field(default_factory=ConvertOptions)
+
+    @property
+    def errors(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if d.severity == "error"]
+
+    @property
+    def ok(self) -> bool:
+        """True when every operator converted (nothing to report at error level)."""
+        return not self.errors
+
+    @property
+    def layer_count(self) -> int:
+        return len(self.ncnn.ops)
+
+    def coverage(self):
+        from .coverage import coverage_of_result
+
+        return coverage_of_result(self)
+
+    def write(self, ncnn_param: str | Path | None = None, ncnn_bin: str | Path | None = None,
+              pnnx_param: str | Path | None = None, pnnx_bin: str | Path | None = None, *,
+              fp16: bool | None = None, partial: bool = False) -> list[Path]:
+        """Write the requested files atomically (all or nothing). Refuses an incomplete
+        conversion unless ``partial``. Returns the paths written."""
+        from .output import write_files
+
+        if not self.ok and not partial:
+            raise ConversionError(f"conversion incomplete ({len(self.errors)} unsupported or failed operators); "
+                                  "nothing written")
+        use_fp16 = self.options.fp16 if fp16 is None else fp16
+        return write_files(ncnn_graph=self.ncnn, pnnx_graph=self.pnnx, ncnn_param=ncnn_param, ncnn_bin=ncnn_bin,
+                           pnnx_param=pnnx_param, pnnx_bin=pnnx_bin, fp16=use_fp16)
+
+    def write_all(self, directory: str | Path, stem: str, **kw) -> list[Path]:
+        d = Path(directory)
+        return self.write(d / f"{stem}.ncnn.param", d / f"{stem}.ncnn.bin", d / f"{stem}.pnnx.param",
+                          d / f"{stem}.pnnx.bin", **kw)
+
+    def report(self) -> dict:
+        """The ``--report`` JSON."""
+        return {
+            "ok": self.ok,
+            "layers": self.layer_count,
+            "diagnostics": [{k: d.to_dict()[k] for k in ("node", "op", "reason", "module", "source", "severity")}
+                            for d in self.diagnostics],
+            "passes": [r.summary() for r in self.records[1:]],
+            "seconds": round(self.seconds, 6),
+            "coverage": self.coverage().to_dict(),
+        }
+
+
+def _resolve_program(source, model: str | None):
+    from ..reader import load
+
+    if isinstance(source, (str, Path)):
+        pkg = load(source)
+        return pkg.models[model] if model else pkg.model
+    if hasattr(source, "models") and hasattr(source, "model"):  # a Package
+        return source.models[model] if model else source.model
+    return source  # an ExportedProgram
+
+
+def convert(source, options: ConvertOptions | None = None, *,
+            progress: Callable[[int, int, str], None] | None = None,
+            cancel: Callable[[], bool] | None = None) -> ConversionResult:
+    """Convert a ``.pt2`` path, a Package or an ExportedProgram. Unsupported operators are
+    reported as diagnostics in the result; a bad file raises PT2FormatError; a failing pass
+    raises ConversionError naming it; a bad plug-in raises PluginError."""
+    from .. import converters  # noqa: F401  (registers the built-in rules)
+    from ..build import build_graph
+    from .plugins import plugin_scope
+
+    opts = options or ConvertOptions()
+    t0 = time.perf_counter()
+    ep = _resolve_program(source, opts.model)
+    with plugin_scope(opts.converters):
+        graph = build_graph(ep)
+        if opts.input_shapes:
+            from .inputshape import apply_input_shapes
+
+            apply_input_shapes(graph, opts.input_shapes)
+        aten = graph.copy()
+        cx = PassContext(options=opts, diagnostics=DiagnosticList(), program=ep)
+        pm = PassManager(PIPELINE, lint=opts.lint, snapshots=opts.snapshots, progress=progress, cancel=cancel)
+        try:
+            records = pm.run(graph, cx)
+        except PassError as e:
+            raise ConversionError(str(e)) from e
+    return ConversionResult(program=ep, aten=aten, pnnx=cx.state.get("pnnx_graph"), ncnn=graph,
+                            records=records, diagnostics=list(cx.diagnostics), seconds=time.perf_counter() - t0,
+                            options=opts)
+
+
+__all__ = ["ConvertOptions", "ConversionResult", "convert", "PT2Error"]

@@ -1,0 +1,109 @@
+"""Apply a converter registry to every operator of a graph.
+
+For each operator (in order) the registry selects the first accepting rule; the rule emits
+replacement operators before it and returns replacement operands; uses are rewired, the
+replacement operands take over the old operand names (so blob names stay the ATen value
+names), and the old operator is removed. A rule that refuses (``ctx.unsupported``) or crashes
+is rolled back and recorded as a diagnostic; the operator stays in the graph, marked
+``meta["unsupported"]``, and conversion goes on so every problem is reported in one run.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Callable, Sequence
+
+from ..diagnostics import Diagnostic
+from ..ir import Graph, Operand, Operator
+from .context import ConversionContext, Unsupported
+from .registry import Registry
+
+log = logging.getLogger(__name__)
+
+_TMP = "\x00lowering"
+
+
+def _normalize(result, op: Operator) -> list[Operand | None]:
+    if result is None:
+        return [None] * len(op.outputs)
+    if isinstance(result, Operand):
+        return [result]
+    return list(result)
+
+
+def _rollback(g: Graph, emitted: Sequence[Operator]) -> None:
+    for e in reversed(emitted):
+        for o in e.outputs:
+            for c in list(o.consumers):
+                if c not in emitted:
+                    raise AssertionError(f"rollback: {o.name} escaped to {c.name}")
+        for o in e.outputs:
+            o.consumers.clear()
+        g.remove_op(e)
+
+
+def lower_graph(g: Graph, registry: Registry, ctx: ConversionContext,
+                skip: Callable[[Operator], bool]) -> int:
+    """Lower every operator for which ``skip(op)`` is false. Returns how many were lowered."""
+    lowered = 0
+    for op in list(g.ops):
+        if skip(op) or op.meta.get("unsupported"):
+            continue
+        conv, reasons = registry.select(op, ctx)
+        if conv is None:
+            if reasons:
+                reason = "; ".join(reasons)
+            else:
+                reason = f"unsupported: no {registry.name} converter registered for {op.type}"
+            ctx.error(reason, op)
+            continue
+        original_name = op.name
+        g.rename_op(op, original_name + _TMP)
+        op.meta["lowering_name"] = original_name
+        ctx.current, ctx.emitted = op, []
+        try:
+            outs = _normalize(conv.fn(ctx, op), op)
+            if len(outs) != len(op.outputs):
+                raise Unsupported(f"converter {conv.name} returned {len(outs)} outputs for {len(op.outputs)}")
+        except Exception as e:  # a rule's refusal or bug never crashes the conversion
+            _rollback(g, ctx.emitted)
+            g.rename_op(op, original_name)
+            op.meta.pop("lowering_name", None)
+            if isinstance(e, Unsupported):
+                reason = str(e)
+            else:
+                log.debug("converter %s crashed on %s", conv.name, original_name, exc_info=True)
+                reason = f"converter {conv.name} failed: {type(e).__name__}: {e}"
+            ctx.error(reason, op)
+            continue
+        finally:
+            ctx.current = None
+        for old, new in zip(op.outputs, outs):
+            if new is None:
+                if old.consumers:
+                    _fail_unused(ctx, op, old, conv.name)
+                continue
+            g.replace_all_uses(old, new)
+            if new.producer is not None and new.producer in ctx.emitted:
+                old_name = old.name
+                g.rename_operand(old, old_name + _TMP)
+                g.rename_operand(new, old_name)
+                if new.dtype is None:
+                    new.dtype = old.dtype
+                if new.shape is None and old.shape is not None:
+                    new.shape = list(old.shape)
+                new.meta = {**old.meta, **new.meta}
+        if any(o.consumers for o in op.outputs):
+            # an output the rule returned None for is still used: keep op, report
+            continue
+        g.remove_op(op)
+        for e in ctx.emitted:
+            e.meta.pop("lowering_name", None)
+            if e.name.startswith(original_name) and _TMP in e.name:  # pragma: no cover - defensive
+                g.rename_op(e, original_name)
+        lowered += 1
+    return lowered
+
+
+def _fail_unused(ctx: ConversionContext, op: Operator, old: Operand, conv_name: str) -> None:
+    ctx.diagnostics.add(Diagnostic.for_operator(
+        op, f"converter {conv_name} gave no value for output {old.name}, which is used", stage=ctx.stage))

@@ -1,0 +1,182 @@
+"""Converter registries (Torch-TensorRT style): lowering rules keyed by op, with a capability
+validator and a priority.
+
+Two registries share one mechanism:
+
+* :data:`ATEN` — ATen overload → pnnx ops. Keys must name an overload
+  (``aten.conv2d.default``; ``aten.conv2d`` is refused). Python-operator targets such as
+  ``_operator.mul`` are keys as they appear in the graph.
+* :data:`NCNN` — pnnx op type → ncnn layers (``nn.Conv2d``, ``F.relu``, ``torch.cat``...).
+
+A rule is a function ``fn(ctx, op) -> Operand | Sequence[Operand] | None`` (see
+:mod:`engine.convert.context`): it emits replacement operators through ``ctx`` and returns the
+operand(s) that replace ``op``'s outputs, in order. A validator ``validator(op, ctx) -> None |
+True | str`` accepts the op (None/True) or refuses it with a reason (``"unsupported:
+padding_mode='circular'"``). Candidates are tried by descending priority, then most recently
+registered first; the first whose validator accepts wins. Plug-ins register with
+:data:`Priority.HIGH` by default, so they override built-ins.
+
+Usage::
+
+    from engine.convert import aten_converter, ncnn_rule
+
+    @aten_converter("aten.relu.default")
+    def relu(ctx, op):
+        return ctx.emit("F.relu", [op.inputs[0]])
+"""
+from __future__ import annotations
+
+import enum
+import itertools
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
+
+Validator = Callable[..., Any]
+ConverterFn = Callable[..., Any]
+
+
+class Priority(enum.IntEnum):
+    LOW = 0
+    STANDARD = 50
+    HIGH = 100
+
+
+class RegistryError(ValueError):
+    """A malformed registration (bad key, not callable...)."""
+
+
+@dataclass
+class Converter:
+    """One registered rule."""
+
+    target: str
+    fn: ConverterFn
+    validator: Validator | None
+    priority: int
+    origin: str  #: ``builtin:<module>`` or ``plugin:<file>``
+    seq: int  #: registration order (later wins among equal priorities)
+
+    @property
+    def name(self) -> str:
+        return f"{self.fn.__module__}.{self.fn.__qualname__}"
+
+    def check(self, op, ctx) -> str | None:
+        """None if this converter accepts ``op``, else the refusal reason."""
+        if self.validator is None:
+            return None
+        try:
+            verdict = self.validator(op, ctx)
+        except Exception as e:  # a crashing validator is a refusal, never a crash
+            return f"validator {self.validator.__name__} failed: {type(e).__name__}: {e}"
+        if verdict is None or verdict is True:
+            return None
+        if verdict is False:
+            return f"unsupported: rejected by {self.validator.__name__}"
+        return str(verdict)
+
+
+_ATEN_KEY = re.compile(r"^[A-Za-z_][\w]*\.[A-Za-z_][\w]*\.[A-Za-z_][\w]*$")
+_PY_KEY = re.compile(r"^(_operator|operator|builtins|math|torch|torch\._C\._nn|_?sym)\.[\w.]+$")
+
+
+def _check_aten_key(key: str) -> str:
+    key = key[len("torch.ops."):] if key.startswith("torch.ops.") else key
+    if _ATEN_KEY.match(key):
+        return key
+    if key.count(".") == 1 and not _PY_KEY.match(key):
+        raise RegistryError(f"converter key {key!r} names no overload: register e.g. {key + '.default'!r} "
+                            "(every overload is registered separately)")
+    if _PY_KEY.match(key):
+        return key
+    raise RegistryError(f"converter key {key!r} is not an op overload like 'aten.conv2d.default'")
+
+
+def _check_pnnx_key(key: str) -> str:
+    if not re.match(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*$", key):
+        raise RegistryError(f"rule key {key!r} is not a pnnx op type like 'nn.Conv2d'")
+    return key
+
+
+class Registry:
+    """Rules for one vocabulary step; see the module docstring."""
+
+    _seq = itertools.count()
+
+    def __init__(self, name: str, key_check: Callable[[str], str]):
+        self.name = name
+        self._key_check = key_check
+        self._rules: dict[str, list[Converter]] = {}
+
+    def register(self, target: str, fn: ConverterFn, *, validator: Validator | None = None,
+                 priority: int = Priority.STANDARD, origin: str | None = None) -> Converter:
+        if not callable(fn):
+            raise RegistryError(f"converter for {target!r} is not callable")
+        key = self._key_check(target)
+        conv = Converter(key, fn, validator, int(priority), origin or f"builtin:{fn.__module__}", next(self._seq))
+        self._rules.setdefault(key, []).append(conv)
+        return conv
+
+    def unregister(self, conv: Converter) -> None:
+        lst = self._rules.get(conv.target, [])
+        if conv in lst:
+            lst.remove(conv)
+
+    def candidates(self, target: str) -> list[Converter]:
+        return sorted(self._rules.get(target, []), key=lambda c: (-c.priority, -c.seq))
+
+    def select(self, op, ctx) -> tuple[Converter | None, list[str]]:
+        """The first accepting candidate for ``op`` and the refusal reasons of those before it."""
+        reasons: list[str] = []
+        for conv in self.candidates(op.type):
+            why = conv.check(op, ctx)
+            if why is None:
+                return conv, reasons
+            reasons.append(why)
+        return None, reasons
+
+    def targets(self) -> list[str]:
+        return sorted(k for k, v in self._rules.items() if v)
+
+    def __contains__(self, target: str) -> bool:
+        return bool(self._rules.get(target))
+
+    def snapshot(self) -> dict[str, list[Converter]]:
+        return {k: list(v) for k, v in self._rules.items()}
+
+    def restore(self, snap: dict[str, list[Converter]]) -> None:
+        self._rules = {k: list(v) for k, v in snap.items()}
+
+
+ATEN = Registry("aten", _check_aten_key)
+NCNN = Registry("ncnn", _check_pnnx_key)
+
+# set by the plug-in loader while a plug-in file executes, so its registrations are tagged
+_current_origin: list[tuple[str, int]] = []
+
+
+def _decorator(registry: Registry, targets: Iterable[str], validator, priority):
+    targets = list(targets)
+    if not targets:
+        raise RegistryError("a converter needs at least one target")
+    for t in targets:
+        registry._key_check(t)  # fail at decoration time
+
+    def wrap(fn):
+        origin, default_prio = _current_origin[-1] if _current_origin else (None, Priority.STANDARD)
+        prio = default_prio if priority is None else priority
+        for t in targets:
+            registry.register(t, fn, validator=validator, priority=prio, origin=origin)
+        return fn
+
+    return wrap
+
+
+def aten_converter(*targets: str, validator: Validator | None = None, priority: int | None = None):
+    """Register ``fn(ctx, op)`` as the lowering of ATen overload(s) ``targets`` to pnnx ops."""
+    return _decorator(ATEN, targets, validator, priority)
+
+
+def ncnn_rule(*targets: str, validator: Validator | None = None, priority: int | None = None):
+    """Register ``fn(ctx, op)`` as the lowering of pnnx op type(s) ``targets`` to ncnn layers."""
+    return _decorator(NCNN, targets, validator, priority)

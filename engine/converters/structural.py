@@ -1,0 +1,50 @@
+"""Graph structure: model inputs, outputs and constant tensors.
+
+* ``pnnx.Input`` → ncnn ``Input``;
+* ``pnnx.Output`` → an ``Output`` marker (removed by the ``name_blobs`` pass: ncnn extracts any
+  blob by name and has no output layer);
+* ``pnnx.Attribute`` (a constant tensor used as data) → ncnn ``MemoryData``.
+"""
+from __future__ import annotations
+
+from ..convert.registry import ncnn_rule
+from ..convert.shapes import ncnn_shape
+
+
+@ncnn_rule("pnnx.Input")
+def input_layer(ctx, op):
+    out = op.outputs[0]
+    shape = ncnn_shape(out)
+    params = {}
+    if shape is not None and all(isinstance(d, int) for d in shape):
+        for key, d in zip(("w", "h", "d", "c") if len(shape) == 4 else ("w", "h", "c"), reversed(shape)):
+            params[key] = d
+    return ctx.layer("Input", [], **params)
+
+
+@ncnn_rule("pnnx.Output")
+def output_marker(ctx, op):
+    ctx.emit("Output", [op.inputs[0]], outputs=[])
+    return None
+
+
+def _memorydata_check(op, ctx):
+    a = op.attrs.get("data")
+    if a is None:
+        return "unsupported: attribute without data"
+    shape = ncnn_shape(op.outputs[0])
+    if shape is None or len(shape) > 4:
+        return f"unsupported: constant of shape {list(a.shape)} has more than 4 dims after dropping the batch axis"
+    return None
+
+
+@ncnn_rule("pnnx.Attribute", validator=_memorydata_check)
+def memory_data(ctx, op):
+    import numpy as np
+
+    shape = ncnn_shape(op.outputs[0])
+    data = op.attrs["data"]
+    keys = {1: ("w",), 2: ("w", "h"), 3: ("w", "h", "c"), 4: ("w", "h", "d", "c")}.get(len(shape), ())
+    params = {k: int(v) for k, v in zip(keys, reversed(shape))}
+    arr = data.map(lambda a: np.ascontiguousarray(np.asarray(a, dtype=np.float32).reshape(shape if shape else (1,))))
+    return ctx.layer("MemoryData", [], weights={"data": arr}, **params)

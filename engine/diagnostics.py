@@ -1,0 +1,87 @@
+"""Conversion diagnostics: failures as data.
+
+A :class:`Diagnostic` names the ATen node, its op, the reason, the module path and the source
+location. Converters and passes report them through the conversion context; the CLI prints
+them as a table and the GUI's Problems panel lists them.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .ir import Operator
+
+
+@dataclass
+class Diagnostic:
+    """One problem found during conversion."""
+
+    node: str  #: ATen node name(s) the problem is about (comma-joined when several)
+    op: str  #: operator type / ATen overload, e.g. ``aten.grid_sampler.default``
+    reason: str  #: human-readable reason, e.g. ``unsupported: padding_mode='circular'``
+    module: str = ""  #: module path (``layer1.0.conv1``), "" for the root module
+    source: str = ""  #: ``file:line`` of the user code, "" when unknown
+    severity: str = "error"  #: ``error`` (conversion incomplete) or ``warning``
+    stage: str = ""  #: the pass that reported it
+    operator: str = ""  #: name of the IR operator concerned (may differ from ``node`` after passes)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def __str__(self) -> str:
+        where = f" ({self.module})" if self.module else ""
+        src = f" at {self.source}" if self.source else ""
+        return f"{self.node}: {self.op}{where}{src}: {self.reason}"
+
+    @staticmethod
+    def for_operator(op: "Operator", reason: str, *, severity: str = "error", stage: str = "") -> "Diagnostic":
+        """A diagnostic about an IR operator, located through its provenance and metadata."""
+        source = op.meta.get("source")
+        return Diagnostic(
+            node=",".join(op.provenance.nodes) or op.name,
+            op=op.meta.get("aten_op", op.type),
+            reason=reason,
+            module=op.provenance.modules[0] if op.provenance.modules else "",
+            source=str(source) if source else "",
+            severity=severity,
+            stage=stage,
+            operator=op.name,
+        )
+
+
+@dataclass
+class DiagnosticList:
+    items: list[Diagnostic] = field(default_factory=list)
+
+    def add(self, d: Diagnostic) -> None:
+        # one diagnostic per (operator, reason): passes may re-visit an unconverted op
+        for x in self.items:
+            if x.operator == d.operator and x.reason == d.reason and x.node == d.node:
+                return
+        self.items.append(d)
+
+    @property
+    def errors(self) -> list[Diagnostic]:
+        return [d for d in self.items if d.severity == "error"]
+
+    def __iter__(self):
+        return iter(self.items)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+
+def format_table(diags: list[Diagnostic]) -> str:
+    """Plain-text table of diagnostics for the CLI."""
+    if not diags:
+        return ""
+    rows = [("node", "op", "module", "source", "reason")]
+    rows += [(d.node, d.op, d.module, d.source, d.reason) for d in diags]
+    widths = [min(40, max(len(r[i]) for r in rows)) for i in range(4)]
+    lines = []
+    for r in rows:
+        cells = [r[i][: widths[i]].ljust(widths[i]) for i in range(4)] + [r[4]]
+        lines.append("  ".join(cells).rstrip())
+    lines.insert(1, "  ".join("-" * w for w in widths) + "  " + "-" * 6)
+    return "\n".join(lines)

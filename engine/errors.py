@@ -1,0 +1,46 @@
+"""Typed errors raised by the engine.
+
+Every problem with an input file surfaces as one :class:`PT2FormatError` whose message names
+the place (a zip member, a JSON path, a node) and the reason, so the CLI and the GUI can show
+one line instead of a traceback. :class:`PT2Error` is the common base class; catch it to handle
+anything the engine reports on purpose.
+"""
+from __future__ import annotations
+
+
+class PT2Error(Exception):
+    """Base class of every error the engine raises on purpose."""
+
+
+class PT2FormatError(PT2Error):
+    """A ``.pt2`` package (or a part of it) cannot be read.
+
+    ``member`` names where the problem is: the file path for container-level problems, a zip
+    member (``m/models/model.json``), or a tensor / node name. ``reason`` says what is wrong.
+    ``str(e) == f"{member}: {reason}"``.
+    """
+
+    def __init__(self, member: str, reason: str):
+        self.member = str(member)
+        self.reason = str(reason)
+        super().__init__(f"{self.member}: {self.reason}")
+
+    def __reduce__(self):  # keep picklable across processes (GUI workers)
+        return (type(self), (self.member, self.reason))
+
+
+class PluginError(PT2Error):
+    """A converter plug-in file could not be loaded. ``str(e) == f"{path}: {reason}"``."""
+
+    def __init__(self, path: str, reason: str):
+        self.path = str(path)
+        self.reason = str(reason)
+        super().__init__(f"{self.path}: {self.reason}")
+
+    def __reduce__(self):
+        return (type(self), (self.path, self.reason))
+
+
+class ConversionError(PT2Error):
+    """The conversion pipeline itself failed (a pass raised), as opposed to unsupported
+    operators, which are reported as diagnostics. ``str(e)`` names the pass."""

@@ -1,0 +1,36 @@
+"""Graph passes, one module per pass (``verb_noun``), run in the order of :data:`PIPELINE`.
+
+The list is the whole conversion: ATen clean-up → ATen→pnnx lowering → pnnx-level fusions →
+pnnx→ncnn lowering → ncnn-level fusions → Split insertion → blob naming.
+"""
+from __future__ import annotations
+
+from . import (
+    eliminate_dead_code,
+    infer_batch_axis,
+    insert_split,
+    lower_aten_to_pnnx,
+    lower_pnnx_to_ncnn,
+    name_blobs,
+    normalize_inplace,
+    record_pnnx_graph,
+    remove_noops,
+)
+from .manager import Cancelled, PassContext, PassError, PassManager, PassRecord, dump_records, graph_pass
+
+#: The conversion pipeline, in order.
+PIPELINE = [
+    normalize_inplace.run,
+    remove_noops.run,
+    lower_aten_to_pnnx.run,
+    eliminate_dead_code.run,
+    record_pnnx_graph.run,
+    infer_batch_axis.run,
+    lower_pnnx_to_ncnn.run,
+    eliminate_dead_code.run,
+    insert_split.run,
+    name_blobs.run,
+]
+
+__all__ = ["PIPELINE", "Cancelled", "PassContext", "PassError", "PassManager", "PassRecord", "dump_records",
+           "graph_pass"]

@@ -1,0 +1,24 @@
+"""Insert ncnn ``Split`` layers: a blob consumed by more than one layer (or twice by one)
+gets a Split with one output per use, as the ncnn runtime requires. Output markers do not
+count as uses (any blob can be extracted)."""
+from __future__ import annotations
+
+from .manager import graph_pass
+
+
+@graph_pass("insert_split", "give every blob used more than once a Split layer with one output per use")
+def run(graph, cx):
+    for opd in list(graph.operands.values()):
+        uses = [(c, i) for c in opd.consumers if c.type != "Output"
+                for i, x in enumerate(c.inputs) if x is opd]
+        uses = list(dict.fromkeys(uses))
+        if len(uses) < 2 or opd.producer is None:
+            continue
+        prod = opd.producer
+        outs = [graph.new_operand(f"{opd.name}_split_{k}", dtype=opd.dtype, shape=opd.shape) for k in range(len(uses))]
+        split = graph.add_op("Split", f"{opd.name}_split", [opd], outs, provenance=prod.provenance, after=prod)
+        for k in ("source", "module_stack", "aten_op"):
+            if k in prod.meta:
+                split.meta[k] = prod.meta[k]
+        for (consumer, idx), new in zip(uses, outs):
+            graph.set_input(consumer, idx, new)

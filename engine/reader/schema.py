@@ -401,6 +401,20 @@ class GraphSignature:
     output_specs: list[OutputSpec]
 
 
+# --------------------------------------------------------------------------- payloads
+@dataclass
+class PayloadMeta:
+    """One entry of a payload config (``data/weights/<model>_weights_config.json`` or the
+    constants config): which file under ``data/weights/`` or ``data/constants/`` holds the
+    payload, whether it is a parameter, whether it is pickled (tensor subclass, TorchScript or
+    opaque object) and the tensor's metadata (None for custom objects)."""
+
+    path_name: str
+    is_param: bool = False
+    use_pickle: bool = False
+    tensor_meta: TensorMeta | None = None
+
+
 # --------------------------------------------------------------------------- program
 @dataclass
 class ModuleCallSignature:

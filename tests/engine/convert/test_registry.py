@@ -1,0 +1,130 @@
+"""Converter registry: overload keys, validators, priority, plug-ins, failures as diagnostics."""
+import textwrap
+
+import pytest
+
+from engine.convert import ATEN, ConversionContext, Priority, RegistryError, aten_converter
+from engine.convert.lowering import lower_graph
+from engine.convert.plugins import load_plugin, plugin_scope
+from engine.errors import PluginError
+from engine.ir import Graph
+
+GRAPH = """7767517
+4 4
+pnnx.Input x 0 1 x #x=(1,4)f32
+aten.test_op.default t 1 1 x t #t=(1,4)f32 !from=t
+aten.other_op.default o 1 1 t o #o=(1,4)f32 !from=o !mod=blocks.0
+pnnx.Output out 1 0 o
+"""
+
+
+def aten_graph() -> Graph:
+    g = Graph.from_text(GRAPH)
+    for op in g.ops[1:3]:
+        op.meta["target"] = "torch.ops." + op.type
+    return g
+
+
+@pytest.fixture
+def scoped():
+    with plugin_scope([]):
+        yield
+
+
+def lower(g):
+    ctx = ConversionContext(g)
+    lower_graph(g, ATEN, ctx, skip=lambda op: "target" not in op.meta)
+    return ctx
+
+
+def test_key_without_overload_is_refused():
+    with pytest.raises(RegistryError, match="names no overload"):
+        aten_converter("aten.conv2d")
+    with pytest.raises(RegistryError):
+        aten_converter("conv2d")
+
+
+def test_priority_then_validator_selects(scoped):
+    @aten_converter("aten.test_op.default")
+    def standard(ctx, op):
+        return ctx.emit("F.standard", [op.inputs[0]])
+
+    @aten_converter("aten.test_op.default", priority=Priority.HIGH, validator=lambda op, ctx: "unsupported: never")
+    def picky(ctx, op):  # pragma: no cover - refused by its validator
+        return ctx.emit("F.picky", [op.inputs[0]])
+
+    @aten_converter("aten.other_op.default")
+    def other(ctx, op):
+        return ctx.emit("F.other", [op.inputs[0]])
+
+    g = aten_graph()
+    ctx = lower(g)
+    g.lint()
+    assert [op.type for op in g.ops] == ["pnnx.Input", "F.standard", "F.other", "pnnx.Output"]
+    # replacement keeps the ATen name for the operator and its output, and the provenance
+    conv = g.find_op("t")
+    assert conv.type == "F.standard" and conv.outputs[0].name == "t"
+    assert g.find_op("o").provenance.modules == ("blocks.0",)
+    assert not ctx.diagnostics.items
+
+
+def test_refusal_and_crash_become_diagnostics_and_keep_going(scoped):
+    @aten_converter("aten.test_op.default", validator=lambda op, ctx: "unsupported: test says no")
+    def never(ctx, op):  # pragma: no cover
+        raise AssertionError
+
+    @aten_converter("aten.other_op.default")
+    def crashes(ctx, op):
+        ctx.emit("F.partial", [op.inputs[0]])
+        raise ZeroDivisionError("boom")
+
+    g = aten_graph()
+    ctx = lower(g)
+    g.lint()
+    assert [op.type for op in g.ops] == ["pnnx.Input", "aten.test_op.default", "aten.other_op.default", "pnnx.Output"]
+    reasons = {d.node: d.reason for d in ctx.diagnostics}
+    assert reasons["t"] == "unsupported: test says no"
+    assert "ZeroDivisionError: boom" in reasons["o"]
+    assert [d.module for d in ctx.diagnostics if d.node == "o"] == ["blocks.0"]
+
+
+def test_unregistered_op_is_reported(scoped):
+    g = aten_graph()
+    ctx = lower(g)
+    assert {d.node for d in ctx.diagnostics} == {"t", "o"}
+    assert all("no aten converter registered" in d.reason for d in ctx.diagnostics)
+
+
+def test_plugin_overrides_builtin_and_scope_restores(tmp_path, scoped):
+    @aten_converter("aten.test_op.default")
+    def builtin(ctx, op):
+        return ctx.emit("F.builtin", [op.inputs[0]])
+
+    plugin = tmp_path / "my_rules.py"
+    plugin.write_text(textwrap.dedent("""
+        from engine.convert import aten_converter
+
+        @aten_converter("aten.test_op.default")
+        def mine(ctx, op):
+            return ctx.emit("F.mine", [op.inputs[0]])
+    """))
+    with plugin_scope([plugin]) as loaded:
+        assert [c.origin for c in loaded] == [f"plugin:{plugin}"]
+        assert ATEN.candidates("aten.test_op.default")[0].fn.__name__ == "mine"
+        g = aten_graph()
+        lower(g)
+        assert g.find_op("t").type == "F.mine"
+    assert ATEN.candidates("aten.test_op.default")[0].fn.__name__ == "builtin"
+
+
+def test_bad_plugins_raise_plugin_error(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("from engine.convert import aten_converter\n@aten_converter('aten.relu')\ndef f(ctx, op): pass\n")
+    with pytest.raises(PluginError, match="names no overload"):
+        load_plugin(bad)
+    syntax = tmp_path / "syntax.py"
+    syntax.write_text("def (:\n")
+    with pytest.raises(PluginError, match="syntax error at line 1"):
+        load_plugin(syntax)
+    with pytest.raises(PluginError, match="not found"):
+        load_plugin(tmp_path / "missing.py")

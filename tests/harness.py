@@ -1,0 +1,136 @@
+"""The numeric conversion harness every converter test uses.
+
+build a torch module → ``torch.export`` (TRAINING dialect, or its ``run_decompositions()`` core
+ATen form) → ``torch.export.save`` → ``engine.convert`` (linting after every pass) → write
+``.ncnn.param``/``.ncnn.bin`` → run the real ncnn runtime → compare with PyTorch.
+
+Tolerances (relative to the output's max magnitude): fp32 weights ≤ 1e-4, fp16 weights ≤ 5e-3.
+The ncnn runtime runs with fp16/bf16 storage and arithmetic off and one thread, so the only
+fp16 effect is the stored weights.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+ncnn = pytest.importorskip("ncnn")
+
+import engine  # noqa: E402
+from engine.convert import ConvertOptions, convert  # noqa: E402
+from engine.diagnostics import format_table  # noqa: E402
+
+TOL = {False: 1e-4, True: 5e-3}
+DIALECTS = ("training", "core")
+
+
+def export_pt2(module, inputs: Sequence, path: Path, *, dialect: str = "training", dynamic_shapes=None) -> Path:
+    """Export ``module`` on ``inputs`` and save the package to ``path``."""
+    module = module.eval()
+    ep = torch.export.export(module, tuple(inputs), dynamic_shapes=dynamic_shapes)
+    if dialect == "core":
+        ep = ep.run_decompositions()
+    torch.export.save(ep, str(path))
+    return path
+
+
+def run_ncnn(param: Path, bin_: Path, inputs: Sequence[np.ndarray], n_outputs: int) -> list[np.ndarray]:
+    """Run an ncnn model on batch-less inputs ``in0..``; return ``out0..`` as numpy arrays."""
+    net = ncnn.Net()
+    opt = net.opt
+    opt.use_fp16_storage = opt.use_fp16_arithmetic = opt.use_fp16_packed = False
+    opt.use_bf16_storage = False
+    opt.use_packing_layout = False
+    opt.num_threads = 1
+    assert net.load_param(str(param)) == 0, f"ncnn refused {param}"
+    assert net.load_model(str(bin_)) == 0, f"ncnn refused {bin_}"
+    ex = net.create_extractor()
+    for k, arr in enumerate(inputs):
+        ex.input(f"in{k}", ncnn.Mat(np.ascontiguousarray(arr, dtype=np.float32)))
+    outs = []
+    for k in range(n_outputs):
+        ret, mat = ex.extract(f"out{k}")
+        assert ret == 0, f"ncnn failed to compute out{k} (error {ret})"
+        outs.append(np.array(mat).copy())
+    return outs
+
+
+def rel_error(got: np.ndarray, want: np.ndarray) -> float:
+    scale = max(float(np.abs(want).max()) if want.size else 0.0, 1e-6)
+    return float(np.abs(got.astype(np.float64) - want.astype(np.float64)).max()) / scale if want.size else 0.0
+
+
+@dataclass
+class Checked:
+    result: Any  #: the ConversionResult
+    outputs: list[np.ndarray]  #: ncnn outputs
+    expected: list[np.ndarray]  #: PyTorch outputs
+    errors: list[float]  #: relative errors per output
+    param: Path
+    bin: Path
+
+
+def _flatten_outputs(out) -> list:
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, (list, tuple)):
+        return [t for o in out for t in _flatten_outputs(o)]
+    if isinstance(out, dict):
+        return [t for o in out.values() for t in _flatten_outputs(o)]
+    raise TypeError(type(out))
+
+
+def _batchless(t: np.ndarray) -> np.ndarray:
+    """What ncnn holds for a batched tensor: drop dim 0 (which must be 1)."""
+    assert t.shape[0] == 1, f"harness expects batch 1, got {t.shape}"
+    return t[0]
+
+
+def check_module(module, inputs: Sequence, tmp_path: Path, *, dialect: str = "training", fp16: bool = False,
+                 name: str = "model", batched: Sequence[bool] | None = None, converters: Sequence = (),
+                 expect_types: Sequence[str] | None = None, forbid_types: Sequence[str] = (),
+                 dynamic_shapes=None, run_inputs: Sequence | None = None, tol: float | None = None) -> Checked:
+    """Export, convert, run in ncnn and compare; fails the test with the diagnostics table when
+    conversion is incomplete, or with the error when outputs differ.
+
+    ``batched[i]`` says whether user input ``i`` carries a batch axis (default: rank ≥ 2).
+    ``expect_types``: ncnn layer types that must appear; ``forbid_types``: that must not.
+    ``run_inputs``: inputs to run ncnn/PyTorch on (default ``inputs``), e.g. another size
+    for a dynamic-shape model.
+    """
+    module = module.eval()
+    pt2 = export_pt2(module, inputs, tmp_path / f"{name}_{dialect}.pt2", dialect=dialect, dynamic_shapes=dynamic_shapes)
+    result = convert(str(pt2), ConvertOptions(fp16=fp16, lint=True, converters=list(converters)))
+    if not result.ok:
+        pytest.fail("conversion incomplete:\n" + format_table(result.errors))
+    param, bin_ = tmp_path / f"{name}_{dialect}.ncnn.param", tmp_path / f"{name}_{dialect}.ncnn.bin"
+    result.write(param, bin_, tmp_path / f"{name}_{dialect}.pnnx.param", tmp_path / f"{name}_{dialect}.pnnx.bin")
+    types = [op.type for op in result.ncnn.ops]
+    for t in expect_types or ():
+        assert t in types, f"expected an ncnn {t} layer, got {types}"
+    for t in forbid_types:
+        assert t not in types, f"unexpected ncnn {t} layer in {types}"
+    run_in = list(run_inputs if run_inputs is not None else inputs)
+    with torch.no_grad():
+        expected = [t.detach().numpy() for t in _flatten_outputs(module(*run_in))]
+    np_in = []
+    for k, x in enumerate(run_in):
+        arr = x.detach().numpy().astype(np.float32)
+        is_batched = batched[k] if batched is not None else arr.ndim >= 2
+        np_in.append(_batchless(arr) if is_batched else arr)
+    got = run_ncnn(param, bin_, np_in, len(expected))
+    errors = []
+    limit = tol if tol is not None else TOL[fp16]
+    for k, (g, want) in enumerate(zip(got, expected)):
+        w = _batchless(want) if want.ndim >= 2 else want
+        assert g.size == w.size, f"out{k}: ncnn shape {g.shape}, PyTorch {want.shape}"
+        assert g.shape == w.shape or g.squeeze().shape == w.squeeze().shape, \
+            f"out{k}: ncnn shape {g.shape} differs from PyTorch {want.shape} without batch"
+        err = rel_error(g.reshape(w.shape), w)
+        errors.append(err)
+        assert err <= limit, f"out{k}: relative error {err:.3g} > {limit} ({dialect}, fp16={fp16})\n{result.ncnn.to_text()}"
+    return Checked(result, got, expected, errors, param, bin_)

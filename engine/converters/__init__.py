@@ -1,8 +1,14 @@
-"""Built-in converter rules, one module per op family. Importing this package registers
-them all with :data:`engine.convert.registry.ATEN` (ATen → pnnx) and
-:data:`engine.convert.registry.NCNN` (pnnx → ncnn)."""
+"""Built-in converter rules, one module per op family (``conv.py``, ``activation.py``...).
+
+Importing this package imports every family module, which registers its rules with
+:data:`engine.convert.registry.ATEN` (ATen → pnnx) and :data:`engine.convert.registry.NCNN`
+(pnnx → ncnn). Each module's docstring states what it converts.
+"""
 from __future__ import annotations
 
-from . import structural  # noqa: F401  (registration side effects)
+import importlib
+import pkgutil
 
-FAMILIES = [structural]
+#: the family modules, in import (= registration) order
+FAMILIES = [importlib.import_module(f"{__name__}.{m.name}")
+            for m in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name) if not m.name.startswith("_")]

@@ -61,34 +61,20 @@ def _expect(v, kind: str):
     return _Bad(f"expected {kind}, got {json_type(v)}")
 
 
-def _obj(v) -> dict:
-    if type(v) is not dict:
-        raise _expect(v, "an object")
-    return v
+def _typed(t: type, kind: str):
+    """A converter that returns a JSON value of exactly type ``t`` or raises naming ``kind``."""
+    def conv(v):
+        if type(v) is not t:
+            raise _expect(v, kind)
+        return v
+    return conv
 
 
-def _list(v) -> list:
-    if type(v) is not list:
-        raise _expect(v, "an array")
-    return v
-
-
-def _str(v) -> str:
-    if type(v) is not str:
-        raise _expect(v, "a string")
-    return v
-
-
-def _int(v) -> int:
-    if type(v) is not int:
-        raise _expect(v, "an integer")
-    return v
-
-
-def _bool(v) -> bool:
-    if type(v) is not bool:
-        raise _expect(v, "a boolean")
-    return v
+_obj = _typed(dict, "an object")
+_list = _typed(list, "an array")
+_str = _typed(str, "a string")
+_int = _typed(int, "an integer")
+_bool = _typed(bool, "a boolean")
 
 
 _FLOAT_WORDS = {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan,

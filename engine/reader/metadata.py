@@ -141,22 +141,13 @@ class MetadataParser:
         st = raw.get("stack_trace")
         if st:
             md.stack_trace = st
-            src = self._sources.get(st, _MISSING)
-            if src is _MISSING:
-                src = self._sources[st] = parse_source(st)
-            md.source = src
+            md.source = _cached(self._sources, st, parse_source)
         ms = raw.get("nn_module_stack")
         if ms:
-            frames = self._stacks.get(ms)
-            if frames is None:
-                frames = self._stacks[ms] = parse_module_stack(ms)
-            md.module_stack = frames
+            md.module_stack = _cached(self._stacks, ms, parse_module_stack)
         sf = raw.get("source_fn_stack")
         if sf:
-            fns = self._fn_stacks.get(sf)
-            if fns is None:
-                fns = self._fn_stacks[sf] = parse_source_fn_stack(sf)
-            md.source_fn_stack = fns
+            md.source_fn_stack = _cached(self._fn_stacks, sf, parse_source_fn_stack)
         tf = raw.get("torch_fn")
         if tf:
             md.torch_fn = parse_torch_fn(tf)
@@ -164,4 +155,11 @@ class MetadataParser:
 
 
 _MISSING = object()
+
+
+def _cached(cache: dict, key: str, parse):
+    value = cache.get(key, _MISSING)
+    if value is _MISSING:
+        value = cache[key] = parse(key)
+    return value
 

@@ -1,0 +1,379 @@
+"""Build the ATen-level IR from an ExportedProgram: :func:`build_graph`.
+
+Accepts both dialects: ``torch.export.export()`` output (TRAINING: ``aten.conv2d``,
+``aten.batch_norm``, in-place ``relu_``/``add_``...) and ``run_decompositions()`` output (core
+ATen: ``aten.convolution``, multi-output ``aten._native_batch_norm_legit_no_training``...).
+No weight is read while building: attributes load lazily.
+
+Conventions (converters and the GUI rely on them)
+--------------------------------------------------
+Operators, in this order:
+
+* one ``pnnx.Input`` per user input, named after the input (``x``), no inputs, one output
+  operand of the same name;
+* one ``pnnx.Attribute`` per parameter / buffer / lifted tensor constant, named after its graph
+  input (``p_conv_weight``), one output operand of that name, one lazy attribute ``data``
+  (``ep.tensor(fqn)``; with ``float32_weights=True`` f16/bf16 payloads load as float32, the
+  operand and attribute dtype say ``f32`` and ``meta["stored_dtype"]`` keeps the original) and
+  params ``target`` (the FQN), ``kind`` (``parameter`` | ``buffer`` | ``constant``) and, for
+  buffers only, ``persistent``;
+* ``pnnx.Unsupported`` for token and custom-object inputs (params ``kind``, ``target``,
+  ``class_fqn``; ``meta["unsupported_reason"]``) so that their users still have an input;
+* one operator per graph node, in node order: ``type`` is the target without ``torch.ops.``
+  (``aten.conv2d.default``, ``_operator.mul``, ``higher_order.cond``), ``name`` the node name;
+* one ``pnnx.Output`` per user (or loss) output, named ``pnnx_output_<k>``, with the returned
+  value as its single input. A constant output (a returned Python number) has no input and
+  params ``value``.
+
+Constant inputs (Python scalars passed to ``forward``) are already inlined by torch into the
+nodes that use them; they are listed in ``graph.meta["constant_inputs"]``.
+
+Node inputs and params, walking the schema arguments in order (then any argument the schema
+does not know, in node order; unnamed arguments of higher-order ops are ``arg<i>``):
+
+* every graph value an argument refers to — a tensor, a SymInt/SymFloat/SymBool passed by name,
+  a custom object — becomes an input operand; ``input_names`` holds the schema argument name, or
+  ``<arg>.<i>`` for element ``i`` of a list (``tensors.0``, ``tensors.1`` of ``aten.cat``;
+  ``size.0`` of a symbolic ``view`` size);
+* every other argument is a param keyed by its schema name. A value that refers only to tensors
+  (``self``, ``weight``, cat's ``tensors``) has no param. Anything else keeps the param, with
+  each referred value written as the placeholder ``"%<operand name>"``: view sizes
+  ``[s0, 3, -1]`` → ``size=["%sym_size_int_2", 3, -1]`` plus input ``size.0``; a SymFloat
+  ``other`` → ``other="%truediv"`` plus input ``other``; ``indices=[None, t]`` →
+  ``indices=[None, "%t"]`` plus input ``indices.1``. So an optional tensor passed as None is
+  absent from the inputs and present as ``None`` in params;
+* arguments the node omits are filled from the schema table (:mod:`engine.build.schemas`) and
+  their names listed in ``meta["defaulted"]`` (``aten.conv2d`` with 2 args gets ``bias=None``,
+  ``stride``, ``padding``, ``dilation``, ``groups``);
+* enum-like values are readable strings (see :mod:`engine.build.values`): ``"float32"``,
+  ``"channels_last"``, ``"strided"``, ``"cpu"``.
+
+Node outputs: one operand per returned value, flattened in order (a ``Tensor[]`` return gives
+one operand per element; ``meta["outputs_per_return"]`` gives the counts when a node returns a
+list). Operands take the serialized value names. A ``None`` in a returned tuple gets a
+placeholder operand ``<node>_none<i>`` with no dtype/shape and ``meta["none"] = True``, so
+``outputs[i]`` always lines up with return ``i``. A constant returned where a value was expected
+gets ``meta["const"]``.
+
+Operand dtype and shape come from the graph's ``tensor_values``: pnnx short dtypes (``f32``,
+``i64``, ``bf16``...); a symbolic dim is its expression text (``s77``, ``4*s53-8``; see
+:mod:`engine.build.symbolic`), and ``meta["shape_hint"]`` then holds the traced example sizes.
+SymInt/SymFloat/SymBool values are operands of shape ``[]`` and dtype ``i64``/``f32``/``bool``
+with ``meta["expr"]`` (expression text) and ``meta["hint"]``.
+
+In-place ops (schema argument ``Tensor(a!)`` returned as ``Tensor(a!)``, e.g. ``relu_``):
+later references to the overwritten value are redirected to the op's output, so the IR is
+functional and ``aten.relu_.default`` can be lowered like ``aten.relu.default``.
+``meta["inplace"]`` maps the written argument to the value it overwrote;
+``meta["inplace_on_view"]`` names the view operator when that value was a view (the base
+tensor's other users are not redirected). Mutations of graph inputs (a buffer's ``add_`` in a
+train-mode BatchNorm) and the signature's ``buffer_mutation``/``parameter_mutation``/
+``user_input_mutation`` outputs are listed in ``graph.meta["mutations"]`` as
+``{"kind", "target", "value", "node"}`` and noted on the operator as ``meta["mutation"]``;
+those outputs are not ``pnnx.Output`` operators.
+
+Every node operator has ``provenance = Provenance((node name,), (innermost module path,))``
+(``""`` for the root module) and ``meta``: ``target`` (the serialized target string),
+``source`` (:class:`~engine.reader.schema.SourceLocation` or None), ``module_stack`` (list of
+:class:`~engine.reader.schema.ModuleFrame`, outermost first), ``defaulted``. Operators without a
+schema in the table (custom ops) have ``meta["no_schema"] = True``. Higher-order ops (``cond``,
+``map``, ``while_loop``...) keep their subgraph names as params, the subgraphs themselves in
+``meta["subgraphs"]`` and a reason in ``meta["unsupported_reason"]``.
+
+``graph.meta``: ``name``, ``dialect`` (``TRAINING``/``ATEN``), ``symbols`` (``{name: {"min",
+"max", "hint"}}``), ``constant_inputs``, ``mutations``, ``ignored_outputs`` (token and gradient
+outputs as ``{"kind", "name", "target"}``).
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from ..errors import PT2FormatError
+from ..ir import Attribute, Graph, IRError, Operand, Operator, Provenance
+from ..reader.schema import CustomObjRef, GraphArgument, InputKind, OutputKind, SymRef, TensorRef
+from . import schemas
+from .symbolic import dim, expr_text
+from .values import scalar, short_dtype
+
+log = logging.getLogger(__name__)
+
+_REFS = (TensorRef, SymRef, CustomObjRef)
+_ATTRIBUTE_KINDS = {InputKind.PARAMETER: "parameter", InputKind.BUFFER: "buffer",
+                    InputKind.TENSOR_CONSTANT: "constant"}
+_USER_OUTPUTS = (OutputKind.USER_OUTPUT, OutputKind.LOSS_OUTPUT)
+_MUTATION_OUTPUTS = (OutputKind.BUFFER_MUTATION, OutputKind.PARAMETER_MUTATION, OutputKind.USER_INPUT_MUTATION)
+_HALF_DTYPES = ("f16", "bf16")
+
+
+def build_graph(ep: Any, *, float32_weights: bool = False) -> Graph:
+    """The IR of ExportedProgram ``ep`` in the ATen vocabulary (see the module docstring).
+
+    ``float32_weights`` makes f16/bf16 attributes load as float32. A graph that refers to a
+    value before defining it raises :class:`~engine.errors.PT2FormatError` naming the node."""
+    return _Builder(ep, float32_weights).build()
+
+
+def _only_tensor_refs(value: Any) -> bool:
+    if isinstance(value, (TensorRef, CustomObjRef)):
+        return True
+    return isinstance(value, list) and bool(value) and all(isinstance(v, TensorRef) for v in value)
+
+
+def _hint(size: Any) -> Any:
+    return size if isinstance(size, int) else getattr(size, "hint", None)
+
+
+class _Builder:
+    def __init__(self, ep: Any, float32_weights: bool):
+        self.ep = ep
+        self.src = ep.graph
+        self.float32 = float32_weights
+        self.g = Graph()
+        #: serialized value name → the operand that currently holds it (in-place redirects)
+        self.values: dict[str, Operand] = {}
+        #: graph-input value name → (input kind, FQN) for mutation notes
+        self.input_targets: dict[str, tuple[str, str | None]] = {}
+        self.mutations: list[dict] = []
+
+    # ------------------------------------------------------------------ top level
+    def build(self) -> Graph:
+        g = self.g
+        sig = self.ep.signature
+        g.meta.update(name=getattr(self.ep, "name", None), dialect=self.ep.dialect,
+                      symbols={n: {"min": s.min, "max": s.max, "hint": s.hint} for n, s in sig.symbols.items()},
+                      constant_inputs={}, mutations=self.mutations, ignored_outputs=[])
+        for info in sig.inputs:
+            self._graph_input(info)
+        for node in self.ep.nodes:
+            self._node(node)
+        user_outputs = 0
+        for i, info in enumerate(sig.outputs):
+            arg = self.src.outputs[i] if i < len(self.src.outputs) else None
+            if info.kind in _USER_OUTPUTS:
+                self._graph_output(f"pnnx_output_{user_outputs}", info, arg)
+                user_outputs += 1
+            elif info.kind in _MUTATION_OUTPUTS:
+                opd = self.values.get(info.name)
+                producer = opd.producer if opd is not None else None
+                if producer is not None and producer.type in ("pnnx.Input", "pnnx.Attribute"):
+                    producer = None
+                self._note_mutation(info.kind.value, info.target, opd.name if opd else info.name, producer)
+            else:
+                g.meta["ignored_outputs"].append({"kind": info.kind.value, "name": info.name, "target": info.target})
+        return g
+
+    # ------------------------------------------------------------------ operands
+    def _define(self, name: str) -> Operand:
+        """Create the operand of serialized value ``name`` with its dtype/shape."""
+        src = self.src
+        tm = src.tensor_values.get(name)
+        try:
+            if tm is not None:
+                shape = [dim(s) for s in tm.sizes]
+                opd = self.g.new_operand(name, dtype=short_dtype(tm.dtype), shape=shape, exact=True)
+                if not all(isinstance(d, int) for d in shape):
+                    opd.meta["shape_hint"] = [_hint(s) for s in tm.sizes]
+            else:
+                opd = self.g.new_operand(name, exact=True)
+                for table, dtype in ((src.sym_int_values, "i64"), (src.sym_float_values, "f32"),
+                                     (src.sym_bool_values, "bool")):
+                    if name in table:
+                        value = table[name]
+                        opd.dtype, opd.shape = dtype, []
+                        opd.meta["expr"] = dim(value) if not isinstance(value, (bool, float)) else value
+                        opd.meta["hint"] = value if isinstance(value, (bool, int, float)) else value.hint
+                        break
+        except IRError:
+            raise PT2FormatError(f"value {name}", "defined more than once in the graph") from None
+        self.values[name] = opd
+        return opd
+
+    def _use(self, name: str, where: str) -> Operand:
+        opd = self.values.get(name)
+        if opd is None:
+            raise PT2FormatError(where, f"uses {name!r}, which is not defined before it")
+        return opd
+
+    # ------------------------------------------------------------------ graph inputs
+    def _graph_input(self, info: Any) -> None:
+        kind, name = info.kind, info.name
+        if kind is InputKind.CONSTANT_INPUT:
+            self.g.meta["constant_inputs"][name] = info.value
+            return
+        self.input_targets[name] = (kind.value, info.target)
+        out = self._define(name)
+        prov = Provenance((name,), ())
+        if kind is InputKind.USER_INPUT:
+            self.g.add_op("pnnx.Input", name, [], [out], provenance=prov)
+        elif kind in _ATTRIBUTE_KINDS:
+            params: dict[str, Any] = {"target": info.target, "kind": _ATTRIBUTE_KINDS[kind]}
+            if kind is InputKind.BUFFER:
+                params["persistent"] = bool(info.persistent) if info.persistent is not None else True
+            module = (info.target or "").rpartition(".")[0]
+            op = self.g.add_op("pnnx.Attribute", name, [], [out], params=params,
+                               attrs={"data": self._attribute(info, out)},
+                               provenance=Provenance((name,), (module,)))
+            if out.dtype != op.attrs["data"].dtype:
+                op.meta["stored_dtype"] = out.dtype
+                out.dtype = op.attrs["data"].dtype
+        else:  # token, custom object
+            class_fqn = getattr(getattr(info, "arg", None), "value", None)
+            op = self.g.add_op("pnnx.Unsupported", name, [], [out], provenance=prov,
+                               params={"kind": kind.value, "target": info.target,
+                                       "class_fqn": getattr(class_fqn, "class_fqn", None)})
+            op.meta["unsupported_reason"] = f"{kind.value} input {name!r} cannot be converted"
+
+    def _attribute(self, info: Any, out: Operand) -> Attribute:
+        meta = info.meta or self.src.tensor_values.get(info.name)
+        sizes = meta.sizes if meta is not None else out.shape or []
+        shape = [int(_hint(s)) for s in sizes]
+        dtype = short_dtype(meta.dtype) if meta is not None else out.dtype
+        ep, fqn = self.ep, info.target or info.name
+        if self.float32 and dtype in _HALF_DTYPES:
+            stype = meta.dtype
+
+            def load():
+                from ..reader.tensors import to_float32
+
+                return to_float32(ep.tensor(fqn), stype)
+
+            return Attribute(loader=load, shape=shape, dtype="f32")
+        return Attribute(loader=lambda: ep.tensor(fqn), shape=shape, dtype=dtype or "f32")
+
+    # ------------------------------------------------------------------ graph outputs
+    def _graph_output(self, op_name: str, info: Any, arg: Any) -> None:
+        name = info.name
+        if name is not None and name in self.values:
+            opd = self._use(name, f"output {name}")
+            self.g.add_op("pnnx.Output", op_name, [opd], [], provenance=Provenance((name,), ()))
+        else:
+            value = scalar(arg.value) if arg is not None else None
+            self.g.add_op("pnnx.Output", op_name, [], [], params={"value": value})
+
+    def _note_mutation(self, kind: str, target: str | None, value: str, op: Operator | None) -> None:
+        entry = {"kind": kind, "target": target, "value": value, "node": op.name if op is not None else None}
+        self.mutations.append(entry)
+        if op is not None:
+            op.meta["mutation"] = entry
+
+    # ------------------------------------------------------------------ nodes
+    def _node(self, node: Any) -> None:
+        key = node.op
+        schema = schemas.get(key)
+        call = _Call(self, f"node {node.name}")
+        given = [(a.name or f"arg{i}", a.arg) for i, a in enumerate(node.inputs)]
+        if schema is not None:
+            by_name = dict(given)
+            for sarg in schema.arguments:
+                arg = by_name.get(sarg.name)
+                if arg is not None:
+                    call.add(sarg.name, arg.value)
+                elif sarg.has_default:
+                    call.params[sarg.name] = sarg.default
+                    call.defaulted.append(sarg.name)
+            given = [(n, a) for n, a in given if schema.argument(n) is None]
+        for name, arg in given:
+            call.add(name, arg.value)
+        outputs, per_return = self._outputs(node)
+        op = self.g.add_op(key, node.name, call.inputs, outputs, params=call.params, input_names=call.names,
+                           provenance=Provenance((node.name,), (node.metadata.module_path,)))
+        meta = op.meta
+        meta["target"] = node.target
+        meta["source"] = node.metadata.source
+        meta["module_stack"] = node.metadata.module_stack
+        meta["defaulted"] = call.defaulted
+        if any(n != 1 for n in per_return):
+            meta["outputs_per_return"] = per_return
+        if call.subgraphs or key.startswith("higher_order."):
+            meta["subgraphs"] = call.subgraphs
+            names = ", ".join(g.name for g in call.subgraphs.values()) or "none"
+            meta["unsupported_reason"] = (f"higher-order op {key.rpartition('.')[2]} (subgraphs {names}) "
+                                          "is not supported yet")
+        elif schema is None and not key.startswith("_operator."):
+            meta["no_schema"] = True
+        if schema is not None and schema.is_mutable:
+            self._inplace(op, schema, per_return)
+
+    def _outputs(self, node: Any) -> tuple[list[Operand], list[int]]:
+        outputs: list[Operand] = []
+        per_return: list[int] = []
+        for i, arg in enumerate(node.outputs):
+            value = arg.value
+            items = value if isinstance(value, list) else [value]
+            for item in items:
+                outputs.append(self._output_operand(node.name, item, len(outputs)))
+            per_return.append(len(items) if isinstance(value, list) else 1)
+        return outputs, per_return
+
+    def _output_operand(self, node_name: str, item: Any, index: int) -> Operand:
+        if isinstance(item, (TensorRef, SymRef)):
+            return self._define(item.name)
+        opd = self.g.new_operand(f"{node_name}_none{index}")
+        if item is None:
+            opd.meta["none"] = True
+        else:
+            opd.meta["const"] = scalar(item)
+        return opd
+
+    def _inplace(self, op: Operator, schema: schemas.OpSchema, per_return: list[int]) -> None:
+        """Redirect later uses of values this op overwrites to its outputs; note mutations."""
+        written: dict[str, str] = {}
+        for sarg, ret in schema.written_arguments():
+            idx = op.input_names.index(sarg.name) if sarg.name in op.input_names else None
+            if idx is None:
+                continue
+            old = op.inputs[idx]
+            written[sarg.name] = old.name
+            if ret is not None and ret < len(per_return) and per_return[ret] == 1:
+                self.values[old.name] = op.outputs[sum(per_return[:ret])]
+            source = self.input_targets.get(old.name)
+            if source is not None:
+                self._note_mutation(f"{source[0]}_mutation", source[1], old.name, op)
+            producer = old.producer
+            if producer is not None and _is_view(producer):
+                op.meta["inplace_on_view"] = producer.name
+        op.meta["inplace"] = written
+
+
+class _Call:
+    """The inputs, input names and params of one node's operator, filled argument by argument."""
+
+    def __init__(self, builder: _Builder, where: str):
+        self.builder = builder
+        self.where = where
+        self.inputs: list[Operand] = []
+        self.names: list[str] = []
+        self.params: dict[str, Any] = {}
+        self.defaulted: list[str] = []
+        self.subgraphs: dict[str, GraphArgument] = {}
+
+    def add(self, name: str, value: Any) -> None:
+        if isinstance(value, GraphArgument):
+            self.subgraphs[name] = value
+            self.params[name] = value.name
+            return
+        param = self._param(value, name)
+        if not _only_tensor_refs(value):
+            self.params[name] = param
+
+    def _param(self, value: Any, path: str) -> Any:
+        """The param form of a value; every graph value it refers to becomes an input."""
+        if isinstance(value, _REFS):
+            opd = self.builder._use(value.name, self.where)
+            self.inputs.append(opd)
+            self.names.append(path)
+            return "%" + opd.name
+        if isinstance(value, (list, tuple)):
+            return [self._param(v, f"{path}.{i}") for i, v in enumerate(value)]
+        if isinstance(value, dict):
+            return [[k, self._param(getattr(v, "value", v), f"{path}.{k}")] for k, v in value.items()]
+        return scalar(value)
+
+
+def _is_view(op: Operator) -> bool:
+    schema = schemas.get(op.type)
+    if schema is None or not schema.returns:
+        return False
+    alias = schema.returns[0].alias
+    return alias is not None and not alias.endswith("!")

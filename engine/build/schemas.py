@@ -1,0 +1,136 @@
+"""The ATen operator schema table, read from ``engine/data/aten_schemas.json.gz`` without torch.
+
+The table is generated once by ``tools/gen_aten_schemas.py`` from torch's operator registry and
+shipped with the package. Serialized graphs omit arguments left at their default, so the
+builder fills them in from here. The file is read on the first lookup (≈60 KB gzip) and each
+:class:`OpSchema` is made on first use::
+
+    >>> from engine.build import schemas
+    >>> s = schemas.get("aten.conv2d.default")
+    >>> [(a.name, a.type, a.default) for a in s.arguments if a.has_default]
+    [('bias', 'Tensor?', None), ('stride', 'SymInt[2]', [1, 1]), ...]
+
+Keys are ``namespace.name.overload`` with ``default`` for the unnamed overload (the node target
+without ``torch.ops.``). Types are the schema's own spelling without alias annotations
+(``Tensor?``, ``Tensor[]``, ``SymInt[2]``, ``ScalarType?``); defaults are JSON values with enums
+spelled the way the builder spells them (``"int64"``, ``"contiguous_format"``, ``"strided"``).
+"""
+from __future__ import annotations
+
+import functools
+import gzip
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+TABLE_PATH = Path(__file__).resolve().parent.parent / "data" / "aten_schemas.json.gz"
+
+
+@dataclass(frozen=True)
+class SchemaArgument:
+    """One declared argument of an operator overload."""
+
+    name: str
+    type: str  #: schema type without alias annotation, e.g. ``Tensor?`` or ``SymInt[2]``
+    default: Any = None  #: the default as a JSON value (None also when there is no default)
+    has_default: bool = False
+    kwarg_only: bool = False
+    alias: str | None = None  #: alias annotation, e.g. ``a!`` (written) or ``a`` (view)
+    is_write: bool = False  #: the operator mutates this argument
+    is_out: bool = False  #: an ``out=`` argument
+
+    @property
+    def is_tensor(self) -> bool:
+        """Tensor, optional tensor, or a list of (optional) tensors."""
+        return self.type.startswith("Tensor")
+
+    @property
+    def is_optional(self) -> bool:
+        return self.type.endswith("?")
+
+
+@dataclass(frozen=True)
+class SchemaReturn:
+    name: str  #: "" when unnamed
+    type: str
+    alias: str | None = None
+
+
+@dataclass(frozen=True)
+class OpSchema:
+    """The schema of one overload (``aten.conv2d.default``)."""
+
+    key: str
+    arguments: tuple[SchemaArgument, ...]
+    returns: tuple[SchemaReturn, ...]
+    is_mutable: bool = False
+
+    @functools.cached_property
+    def _index(self) -> dict[str, int]:
+        return {a.name: i for i, a in enumerate(self.arguments)}
+
+    def argument(self, name: str) -> SchemaArgument | None:
+        i = self._index.get(name)
+        return None if i is None else self.arguments[i]
+
+    @property
+    def is_out(self) -> bool:
+        """An ``out=`` variant (writes into a caller-provided tensor)."""
+        return any(a.is_out for a in self.arguments)
+
+    @property
+    def is_inplace(self) -> bool:
+        """Mutates its first argument and returns it (``relu_``, ``add_.Tensor``)."""
+        if not self.arguments or not self.returns or self.is_out:
+            return False
+        first = self.arguments[0]
+        return first.is_write and self.returns[0].alias == first.alias
+
+    def written_arguments(self) -> list[tuple[SchemaArgument, int | None]]:
+        """Arguments the op mutates, each with the index of the return that aliases it (or
+        None when the mutated value is not returned)."""
+        out = []
+        for a in self.arguments:
+            if a.is_write:
+                ret = next((i for i, r in enumerate(self.returns) if r.alias == a.alias), None)
+                out.append((a, ret))
+        return out
+
+
+@functools.lru_cache(maxsize=1)
+def _table() -> dict[str, Any]:
+    with gzip.open(TABLE_PATH, "rb") as f:
+        data = json.load(f)
+    log.debug("loaded %d operator schemas (torch %s)", len(data["schemas"]), data.get("torch_version"))
+    return data
+
+
+def _make(key: str, raw: dict) -> OpSchema:
+    args = tuple(
+        SchemaArgument(a["name"], a["type"], a.get("default"), "default" in a, a.get("kwarg_only", False),
+                       a.get("alias"), a.get("write", False), a.get("out", False))
+        for a in raw["args"])
+    rets = tuple(SchemaReturn(r["name"], r["type"], r.get("alias")) for r in raw["returns"])
+    return OpSchema(key, args, rets, raw.get("mutable", False))
+
+
+@functools.lru_cache(maxsize=None)
+def get(key: str) -> OpSchema | None:
+    """The schema of overload ``key`` (``aten.add.Tensor``), or None when the table has none
+    (custom ops, ``_operator.*``, higher-order ops)."""
+    raw = _table()["schemas"].get(key)
+    return None if raw is None else _make(key, raw)
+
+
+def keys() -> list[str]:
+    """Every overload key in the table, sorted."""
+    return list(_table()["schemas"])
+
+
+def torch_version() -> str:
+    """The torch version the table was generated from."""
+    return _table()["torch_version"]

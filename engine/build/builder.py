@@ -93,7 +93,7 @@ from ..errors import PT2FormatError
 from ..ir import Attribute, Graph, IRError, Operand, Operator, Provenance
 from ..reader.schema import CustomObjRef, GraphArgument, InputKind, OutputKind, SymRef, TensorRef
 from . import schemas
-from .symbolic import dim, expr_text
+from .symbolic import dim
 from .values import scalar, short_dtype
 
 log = logging.getLogger(__name__)
@@ -148,10 +148,9 @@ class _Builder:
         for node in self.ep.nodes:
             self._node(node)
         user_outputs = 0
-        for i, info in enumerate(sig.outputs):
-            arg = self.src.outputs[i] if i < len(self.src.outputs) else None
+        for info in sig.outputs:
             if info.kind in _USER_OUTPUTS:
-                self._graph_output(f"pnnx_output_{user_outputs}", info, arg)
+                self._graph_output(f"pnnx_output_{user_outputs}", info)
                 user_outputs += 1
             elif info.kind in _MUTATION_OUTPUTS:
                 opd = self.values.get(info.name)
@@ -218,10 +217,10 @@ class _Builder:
                 op.meta["stored_dtype"] = out.dtype
                 out.dtype = op.attrs["data"].dtype
         else:  # token, custom object
-            class_fqn = getattr(getattr(info, "arg", None), "value", None)
+            ref = info.arg.value if info.arg is not None else None
             op = self.g.add_op("pnnx.Unsupported", name, [], [out], provenance=prov,
                                params={"kind": kind.value, "target": info.target,
-                                       "class_fqn": getattr(class_fqn, "class_fqn", None)})
+                                       "class_fqn": getattr(ref, "class_fqn", None)})
             op.meta["unsupported_reason"] = f"{kind.value} input {name!r} cannot be converted"
 
     def _attribute(self, info: Any, out: Operand) -> Attribute:
@@ -242,13 +241,12 @@ class _Builder:
         return Attribute(loader=lambda: ep.tensor(fqn), shape=shape, dtype=dtype or "f32")
 
     # ------------------------------------------------------------------ graph outputs
-    def _graph_output(self, op_name: str, info: Any, arg: Any) -> None:
+    def _graph_output(self, op_name: str, info: Any) -> None:
         name = info.name
-        if name is not None and name in self.values:
-            opd = self._use(name, f"output {name}")
-            self.g.add_op("pnnx.Output", op_name, [opd], [], provenance=Provenance((name,), ()))
-        else:
-            value = scalar(arg.value) if arg is not None else None
+        if name and name in self.values:
+            self.g.add_op("pnnx.Output", op_name, [self.values[name]], [], provenance=Provenance((name,), ()))
+        else:  # a returned Python constant
+            value = scalar(info.arg.value) if info.arg is not None else None
             self.g.add_op("pnnx.Output", op_name, [], [], params={"value": value})
 
     def _note_mutation(self, kind: str, target: str | None, value: str, op: Operator | None) -> None:

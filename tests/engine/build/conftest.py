@@ -5,24 +5,27 @@ from pathlib import Path
 
 import pytest
 
-torch = pytest.importorskip("torch")
+import engine
 
-from tests.engine.build._reader_shim import load_model  # noqa: E402  (TEMPORARY until engine.load lands)
+torch = pytest.importorskip("torch")
 
 
 @pytest.fixture(scope="module")
 def export(tmp_path_factory):
     """``export(module, inputs, dialect="training"|"core", dynamic_shapes=None)`` → (ep, torch ep):
-    the module exported with torch, saved as a .pt2 and loaded back with the engine's reader."""
+    the module exported with torch, saved as a .pt2 and opened with ``engine.load``."""
     folder = tmp_path_factory.mktemp("pt2")
-    counter = iter(range(10**6))
+    packages = []
 
     def run(module, inputs, *, dialect: str = "training", dynamic_shapes=None):
         tep = torch.export.export(module, tuple(inputs), dynamic_shapes=dynamic_shapes)
         if dialect == "core":
             tep = tep.run_decompositions()
-        path = Path(folder) / f"m{next(counter)}.pt2"
+        path = Path(folder) / f"m{len(packages)}.pt2"
         torch.export.save(tep, str(path))
-        return load_model(path, module), tep
+        packages.append(engine.load(path))
+        return packages[-1].model, tep
 
-    return run
+    yield run
+    for pkg in packages:
+        pkg.close()

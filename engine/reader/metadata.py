@@ -25,6 +25,8 @@ from engine.reader.schema import ModuleFrame, NodeMetadata, SourceLocation
 log = logging.getLogger(__name__)
 
 ST_DELIMITER = ";"
+#: torch's metadata hook marks "no module" with this placeholder frame.
+EMPTY_STACK_KEY = "_empty_nn_module_stack_from_metadata_hook"
 _FRAME_RE = re.compile(r'File "([^"\n]*)", line (\d+)(?:, in ([^\n]*))?(?:\n[ \t]*([^\n]*))?')
 
 
@@ -63,6 +65,8 @@ def parse_module_stack(text: str) -> list[ModuleFrame]:
         parts = split_outside_brackets(item)
         if len(parts) != 3:
             raise MetadataError("nn_module_stack", f"item {item!r} is not 'key,path,type'")
+        if parts[0] == EMPTY_STACK_KEY:
+            continue
         frames.append(ModuleFrame(parts[0], normalize_module_path(parts[1]), parts[2]))
     return frames
 

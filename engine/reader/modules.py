@@ -11,6 +11,9 @@ from dataclasses import dataclass, field
 
 from engine.reader import schema as S
 
+#: Deepest module nesting kept (real models stay far below; the stacks come from the file).
+MAX_DEPTH = 64
+
 
 @dataclass
 class ModuleNode:
@@ -59,6 +62,8 @@ def build_module_tree(program: S.Program) -> ModuleNode:
     for node in program.graph.nodes:
         frames = node.metadata.module_stack
         cur = root
+        if len(frames) > MAX_DEPTH:
+            frames = frames[:MAX_DEPTH]  # absurd stacks are cut so consumers may recurse safely
         for i, f in enumerate(frames):
             if i == 0 and f.path == "":
                 if not root.type:
@@ -70,6 +75,8 @@ def build_module_tree(program: S.Program) -> ModuleNode:
     for entry in program.module_call_graph:
         fqn = entry.fqn
         if not fqn or fqn in by_path:
+            continue
+        if fqn.count(".") >= MAX_DEPTH:
             continue
         parent_path = fqn
         parent = root

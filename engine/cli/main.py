@@ -1,0 +1,136 @@
+"""``pt2ncnn`` entry point: argument parsing, subcommand dispatch, error reporting.
+
+Subcommands live in their own modules, ``engine/cli/<name>_cmd.py``, each defining::
+
+    NAME = "inspect"                 # the subcommand
+    HELP = "one-line description"
+    def add_arguments(parser): ...   # argparse arguments
+    def run(args) -> int: ...        # exit code
+
+and are registered by adding the module name to :data:`COMMANDS`. The pnnx-style shorthand
+``pt2ncnn MODEL.pt2 key=value ...`` is rewritten to ``pt2ncnn convert MODEL.pt2 key=value ...``
+(:data:`SHORTHAND_COMMAND`) when that command is registered.
+
+Exit codes: 0 success; 2 bad input or usage — one line ``error: <file>: <reason>`` on stderr, no
+traceback (``--debug`` shows it); 1 an unexpected internal error.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+from engine.errors import PT2Error
+
+log = logging.getLogger(__name__)
+
+#: Subcommand modules, in the order ``--help`` lists them. Add yours here.
+COMMANDS = [
+    "engine.cli.inspect_cmd",
+]
+#: The subcommand the ``pt2ncnn MODEL.pt2 key=value ...`` shorthand routes to.
+SHORTHAND_COMMAND = "convert"
+
+EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT = 0, 1, 2
+
+
+class UsageError(Exception):
+    """Bad command-line usage (reported as ``error: <message>``, exit 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser that reports usage errors as one line instead of exiting."""
+
+    def error(self, message: str):
+        raise UsageError(message)
+
+
+def _load_commands() -> dict:
+    mods = {}
+    for name in COMMANDS:
+        mod = importlib.import_module(name)
+        mods[mod.NAME] = mod
+    return mods
+
+
+def build_parser(commands: dict) -> argparse.ArgumentParser:
+    parser = _Parser(prog="pt2ncnn", description="Inspect PyTorch ExportedProgram packages (.pt2) "
+                                                 "and convert them to ncnn, without torch.")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logging")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for mod in commands.values():
+        p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP)
+        p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                       help="show tracebacks and debug logging")
+        mod.add_arguments(p)
+    return parser
+
+
+def rewrite_shorthand(argv: list[str], commands: dict) -> list[str]:
+    """``MODEL.pt2 key=value ...`` → ``convert MODEL.pt2 key=value ...`` (the pnnx style)."""
+    first = next((a for a in argv if not a.startswith("-")), None)
+    if first is None or first in commands:
+        return argv
+    if first.endswith(".pt2") or "=" in first:
+        if SHORTHAND_COMMAND not in commands:
+            raise UsageError(f"'{SHORTHAND_COMMAND}' is not available in this build; "
+                             f"try 'pt2ncnn inspect {first}'")
+        i = argv.index(first)
+        return argv[:i] + [SHORTHAND_COMMAND] + argv[i:]
+    return argv
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def error_line(path: str | None, e: BaseException) -> str:
+    """``error: <file>: <reason>`` on one line; the file is not repeated when the error's
+    member already is the file."""
+    text = _one_line(e)
+    member = getattr(e, "member", None)
+    if path and member != path and not text.startswith(f"{path}:"):
+        text = f"{path}: {text}"
+    return f"error: {text}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``pt2ncnn`` with ``argv`` (default ``sys.argv[1:]``); returns the exit code.
+    Subcommands name their input file argument ``model`` so errors can name the file."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    args = None
+    try:
+        commands = _load_commands()
+        parser = build_parser(commands)
+        args = parser.parse_args(rewrite_shorthand(argv, commands))
+        if args.command is None:
+            parser.print_help(sys.stderr)
+            return EXIT_BAD_INPUT
+        return int(commands[args.command].run(args) or 0)
+    except UsageError as e:
+        print(f"error: {_one_line(e)} (see 'pt2ncnn --help')", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except PT2Error as e:
+        if debug:
+            raise
+        print(error_line(getattr(args, "model", None), e), file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+    except Exception as e:
+        if debug:
+            raise
+        print(f"error: internal error: {type(e).__name__}: {_one_line(e)} (rerun with --debug)",
+              file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    sys.exit(main())

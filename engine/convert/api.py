@@ -96,7 +96,7 @@ class ConversionResult:
 
 
 def _resolve_program(source, model: str | None):
-    from ..reader import load
+    from ..reader.package import load
 
     if isinstance(source, (str, Path)):
         pkg = load(source)

@@ -44,3 +44,33 @@ class PluginError(PT2Error):
 class ConversionError(PT2Error):
     """The conversion pipeline itself failed (a pass raised), as opposed to unsupported
     operators, which are reported as diagnostics. ``str(e)`` names the pass."""
+
+
+class _PlacedError(PT2Error):
+    """An error about a place (a file path, ``path:line``): ``str(e) == f"{place}: {reason}"``."""
+
+    def __init__(self, place: str, reason: str):
+        self.place = str(place)
+        self.reason = str(reason)
+        super().__init__(f"{self.place}: {self.reason}")
+
+    def __reduce__(self):
+        return (type(self), (self.place, self.reason))
+
+
+class WriteError(_PlacedError):
+    """Model files could not be written (permission denied, disk full, invalid graph...);
+    nothing partial is left behind. ``path`` is the file concerned."""
+
+    @property
+    def path(self) -> str:
+        return self.place
+
+
+class ModelFileError(_PlacedError):
+    """An ncnn / pnnx model file (``.param``, ``.bin``) cannot be read or does not match its
+    layers. ``where`` is ``path`` or ``path:line``."""
+
+    @property
+    def where(self) -> str:
+        return self.place

@@ -1,0 +1,13 @@
+"""Model writers: ncnn (``.ncnn.param``/``.ncnn.bin``), pnnx (``.pnnx.param``/``.pnnx.bin``),
+the readers tests and the verify feature use, and atomic writing of file groups.
+
+Public API: :func:`write_ncnn`, :func:`write_pnnx`, :func:`read_ncnn_param`, :func:`read_pnnx`,
+:func:`atomic_files`.
+"""
+from .atomic import atomic_files
+from .ncnn_reader import read_ncnn_param
+from .ncnn_writer import NcnnWriteResult, write_ncnn
+from .pnnx_reader import read_pnnx
+from .pnnx_writer import write_pnnx
+
+__all__ = ["NcnnWriteResult", "atomic_files", "read_ncnn_param", "read_pnnx", "write_ncnn", "write_pnnx"]

@@ -1,0 +1,215 @@
+"""Atomic writing of a *group* of files (``.param`` + ``.bin``): all of them or none.
+
+::
+
+    with atomic_files([param_path, bin_path]) as (param, bin_):
+        param.write(b"...")
+        bin_.write(b"...")
+
+Every file is written to a temporary file in its target's folder; when the block finishes
+without an exception each temporary file is flushed and fsynced, and only then are they renamed
+over the targets (existing targets are kept as hard-linked backups until every rename has
+succeeded, and put back if one fails). If the block raises — a write error, a validation
+error, a cancel from a progress callback, KeyboardInterrupt — every temporary file is removed
+and the old files are untouched. OS errors come out as :class:`engine.errors.WriteError`
+naming the target path and a readable reason (permission denied, disk full, ...).
+"""
+from __future__ import annotations
+
+import contextlib
+import errno
+import logging
+import os
+import secrets
+from pathlib import Path
+from typing import BinaryIO, Iterator, Sequence
+
+from ..errors import WriteError
+
+log = logging.getLogger(__name__)
+
+_REASONS = {
+    errno.ENOSPC: "the disk is full (no space left on device)",
+    errno.EDQUOT: "disk quota exceeded",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "permission denied (operation not permitted)",
+    errno.EROFS: "the file system is read-only",
+    errno.ENOENT: "the folder does not exist",
+    errno.ENOTDIR: "a part of the path is not a folder",
+    errno.EISDIR: "the path is a folder",
+    errno.ENAMETOOLONG: "the file name is too long",
+    errno.EFBIG: "the file is too large for this file system",
+    errno.EIO: "input/output error",
+}
+
+
+def describe_os_error(e: OSError) -> str:
+    """A short human reason for an OS error (``permission denied``, ``the disk is full``...)."""
+    if e.errno in _REASONS:
+        return _REASONS[e.errno]
+    return e.strerror or str(e)
+
+
+def write_error(path: str | os.PathLike, e: OSError) -> WriteError:
+    return WriteError(os.fspath(path), describe_os_error(e))
+
+
+class TempFile:
+    """A binary temporary file standing for ``target`` (what the ``with`` block writes to).
+    OS errors while writing become :class:`WriteError` naming the target."""
+
+    def __init__(self, target: Path, tmp: Path, fobj: BinaryIO):
+        self.target = target
+        self.tmp = tmp
+        self._f = fobj
+        self._pos = 0
+
+    def write(self, data) -> int:
+        try:
+            n = self._f.write(data)
+        except OSError as e:
+            raise write_error(self.target, e) from e
+        self._pos += len(memoryview(data).cast("B")) if not isinstance(data, (bytes, bytearray)) else len(data)
+        return n
+
+    def tell(self) -> int:
+        """Bytes written so far."""
+        return self._pos
+
+    def _finish(self) -> None:
+        try:
+            self._f.flush()
+            os.fsync(self._f.fileno())
+        except OSError as e:
+            raise write_error(self.target, e) from e
+        finally:
+            self._close()
+
+    def _close(self) -> None:
+        try:
+            self._f.close()
+        except OSError:
+            pass
+
+
+def _file_mode() -> int:
+    """The mode a normally created file gets here (0666 minus the umask)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return 0o666 & ~int(line.split()[1], 8)
+    except OSError:
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def _open_temp(target: Path, mode: int) -> TempFile:
+    folder = target.parent
+    if target.is_dir():
+        raise WriteError(os.fspath(target), "the path is a folder")
+    if not folder.is_dir():
+        raise WriteError(os.fspath(target), "the folder does not exist" if not folder.exists()
+                         else "a part of the path is not a folder")
+    for _ in range(100):
+        tmp = folder / f".{target.name}.{secrets.token_hex(4)}.tmp"
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), mode)
+            break
+        except FileExistsError:
+            continue
+        except OSError as e:
+            raise write_error(target, e) from e
+    else:  # pragma: no cover - 100 collisions of 32 random bits
+        raise WriteError(os.fspath(target), "could not create a temporary file")
+    try:
+        if target.exists():
+            os.chmod(tmp, target.stat().st_mode & 0o7777)
+    except OSError:
+        pass
+    return TempFile(target, tmp, os.fdopen(fd, "wb", buffering=1 << 20))
+
+
+def _unlink_quietly(path: Path) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    except OSError as e:  # pragma: no cover - nothing better to do
+        log.warning("could not remove %s: %s", path, describe_os_error(e))
+
+
+def _fsync_dir(folder: Path) -> None:
+    if os.name != "posix":
+        return
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _commit(files: list[TempFile]) -> None:
+    """Rename every temporary file over its target; on failure put the old files back."""
+    backups: dict[Path, Path | None] = {}
+    done: list[TempFile] = []
+    try:
+        for f in files:
+            backup = None
+            if f.target.exists():
+                backup = f.target.parent / f".{f.target.name}.{secrets.token_hex(4)}.bak"
+                try:
+                    os.link(f.target, backup)
+                except OSError:
+                    backup = None  # no hard links here: the old file cannot be restored
+            backups[f.target] = backup
+            try:
+                os.replace(f.tmp, f.target)
+            except OSError as e:
+                raise write_error(f.target, e) from e
+            done.append(f)
+    except BaseException:
+        for f in reversed(done):
+            backup = backups.get(f.target)
+            try:
+                if backup is not None:
+                    os.replace(backup, f.target)
+                else:
+                    os.unlink(f.target)
+            except OSError as e:  # pragma: no cover - the disk went away under us
+                log.error("could not restore %s: %s", f.target, describe_os_error(e))
+        raise
+    finally:
+        for backup in backups.values():
+            if backup is not None:
+                _unlink_quietly(backup)
+    for folder in {f.target.parent for f in files}:
+        _fsync_dir(folder)
+
+
+@contextlib.contextmanager
+def atomic_files(paths: Sequence[str | os.PathLike]) -> Iterator[list[TempFile]]:
+    """Yield one :class:`TempFile` per path (same order); replace the targets only if the block
+    completes, leave no temporary file behind in any case."""
+    targets = [Path(os.path.abspath(os.fspath(p))) for p in paths]
+    if len(set(targets)) != len(targets):
+        raise WriteError(", ".join(map(str, paths)), "the same file is named twice")
+    mode = _file_mode()
+    files: list[TempFile] = []
+    try:
+        for t in targets:
+            files.append(_open_temp(t, mode))
+        yield files
+        for f in files:
+            f._finish()
+        _commit(files)
+    finally:
+        for f in files:
+            f._close()
+            _unlink_quietly(f.tmp)

@@ -1,0 +1,76 @@
+"""Encoding and decoding of weights in ``.ncnn.bin`` (ncnn's ``modelbin.cpp``).
+
+A weight the layer loads *tagged* (``mb.load(n, 0)``) starts with a 4-byte little-endian tag:
+``0`` = fp32 data, :data:`FP16_TAG` = fp16 data padded to 4 bytes, :data:`INT8_TAG` = int8
+data padded to 4 bytes (any other non-zero tag: a 256-entry fp32 quantization table followed by
+uint8 indexes). A *raw* weight (``mb.load(n, 1)``) is n fp32 values, no tag. Every weight ends
+on a 4-byte boundary.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+FP32_TAG = 0
+FP16_TAG = 0x01306B47
+INT8_TAG = 0x000D4B38
+#: pnnx pads an odd-length fp16 weight with this value (for reproducible model hashes).
+FP16_PAD = 0x2283
+FP16_MAX = float(np.finfo(np.float16).max)
+
+
+def to_fp16(data: np.ndarray) -> np.ndarray:
+    """fp32 → fp16 with round-to-nearest-even; values beyond ±65504 are clamped (not inf)."""
+    a = np.asarray(data, dtype=np.float32)
+    return np.clip(a, -FP16_MAX, FP16_MAX).astype("<f2")
+
+
+def _pad4(n: int) -> int:
+    return (4 - n % 4) % 4
+
+
+def encode(data: np.ndarray, *, tagged: bool, fp16: bool) -> list[bytes]:
+    """The byte chunks of one weight (tag, data, padding). ``data`` is the flat weight."""
+    a = np.asarray(data).reshape(-1)
+    if a.dtype.kind in "bcOSUV":
+        raise TypeError(f"cannot store {a.dtype} data as ncnn weights")
+    if not tagged:
+        if a.dtype.kind in "iu":
+            info = np.iinfo(np.int32)
+            if a.size and (a.min() < info.min or a.max() > info.max):
+                raise ValueError("integer weight does not fit int32")
+            return [np.ascontiguousarray(a, dtype="<i4").tobytes()]
+        return [np.ascontiguousarray(a, dtype="<f4").tobytes()]
+    if a.dtype == np.int8:
+        raw = a.tobytes()
+        return [INT8_TAG.to_bytes(4, "little"), raw, b"\0" * _pad4(len(raw))]
+    if fp16:
+        h = to_fp16(a)
+        chunks = [FP16_TAG.to_bytes(4, "little"), h.tobytes()]
+        if h.size % 2:
+            chunks.append(FP16_PAD.to_bytes(2, "little"))
+        return chunks
+    return [FP32_TAG.to_bytes(4, "little"), np.ascontiguousarray(a, dtype="<f4").tobytes()]
+
+
+def stored_size(n: int, tag: int | None) -> int:
+    """Bytes after the tag for ``n`` values stored with ``tag`` (None = raw fp32)."""
+    if tag is None or tag == FP32_TAG:
+        return 4 * n
+    if tag == FP16_TAG:
+        return 2 * n + _pad4(2 * n)
+    if tag == INT8_TAG:
+        return n + _pad4(n)
+    return 256 * 4 + n + _pad4(n)  # quantization table + uint8 indexes
+
+
+def decode(buf: bytes | memoryview, n: int, tag: int | None) -> np.ndarray:
+    """The ``n`` values stored after ``tag`` (None = raw fp32) in ``buf``."""
+    if tag is None or tag == FP32_TAG:
+        return np.frombuffer(buf, "<f4", n).astype(np.float32)
+    if tag == FP16_TAG:
+        return np.frombuffer(buf, "<f2", n).astype(np.float16)
+    if tag == INT8_TAG:
+        return np.frombuffer(buf, np.int8, n).copy()
+    table = np.frombuffer(buf, "<f4", 256)
+    index = np.frombuffer(buf, np.uint8, n, offset=256 * 4)
+    return table[index].astype(np.float32)

@@ -1,0 +1,133 @@
+"""Checks that an IR graph in the ncnn vocabulary can be written as an ncnn model.
+
+Every problem names the layer (and blob / param / weight) and the reason; the writer refuses
+to write while there is any. Checked: layer types known to the runtime; layers in dependency
+order; every blob produced once and consumed at most once (a blob used more than once needs a
+``Split`` layer — the ``insert_split`` pass adds them); unique layer and blob names without
+whitespace, at most 255 bytes; params known for the layer type and of the right kind; weights
+matching what the layer will load (count and sizes); blobs of at most 4 dims (batch dropped).
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+from ..ir import Graph, Operator
+from ..ncnn import layers as L
+
+#: Graph-level markers that are not ncnn layers (skipped when writing).
+MARKER_TYPES = ("Output", "pnnx.Output")
+MAX_NAME_BYTES = 255
+MAX_DIMS = 4
+
+
+def ncnn_layers(graph: Graph) -> list[Operator]:
+    """The operators to write, in order (output markers left out)."""
+    return [op for op in graph.ops if op.type not in MARKER_TYPES]
+
+
+def _name_problem(kind: str, name: str) -> str | None:
+    if not name:
+        return f"{kind} has an empty name"
+    if any(c.isspace() for c in name) or not name.isprintable():
+        return f"{kind} name {name!r} contains whitespace or control characters"
+    if len(name.encode("utf-8")) > MAX_NAME_BYTES:
+        return f"{kind} name {name[:40]!r}... is longer than {MAX_NAME_BYTES} bytes"
+    return None
+
+
+def _ncnn_rank(shape, meta) -> int:
+    rank = len(shape)
+    batch = meta.get("batch")
+    if batch or (batch is None and rank > MAX_DIMS and shape[0] == 1):
+        rank -= 1
+    return rank
+
+
+def check_structure(graph: Graph, layers: list[Operator]) -> list[str]:
+    problems: list[str] = []
+    layer_ids = {id(op) for op in layers}
+    seen_layers: set[str] = set()
+    produced: dict[str, str] = {}
+    uses: dict[str, list[str]] = {}
+    for op in layers:
+        p = _name_problem(f"layer {op.name!r}" if op.name else "a layer", op.name)
+        if p:
+            problems.append(p)
+        if op.name in seen_layers:
+            problems.append(f"layer name {op.name!r} is used twice")
+        seen_layers.add(op.name)
+        for i in op.inputs:
+            if i.name not in produced:
+                src = f"later by {i.producer.name!r}" if id(i.producer) in layer_ids else "by no layer"
+                problems.append(f"layer {op.name!r}: input blob {i.name!r} is produced {src}")
+            uses.setdefault(i.name, []).append(op.name)
+        for o in op.outputs:
+            p = _name_problem(f"blob of layer {op.name!r}", o.name)
+            if p:
+                problems.append(p)
+            if o.name in produced:
+                problems.append(f"blob {o.name!r} is produced twice (by {produced[o.name]!r} and {op.name!r})")
+            produced[o.name] = op.name
+            if o.shape is not None and _ncnn_rank(o.shape, o.meta) > MAX_DIMS:
+                problems.append(f"layer {op.name!r}: blob {o.name!r} has shape {list(o.shape)}, more than "
+                                f"{MAX_DIMS} dims without the batch axis (ncnn Mats have at most 4)")
+    for blob, users in uses.items():
+        if len(users) > 1:
+            problems.append(f"blob {blob!r} is consumed {len(users)} times (by {', '.join(map(repr, users))}); "
+                            "ncnn needs a Split layer with one output per consumer (run the insert_split pass)")
+    return problems
+
+
+def check_layer(op: Operator) -> list[str]:
+    """Params and weights of one layer."""
+    try:
+        spec = L.get_spec(op.type)
+    except L.LayerSpecError as e:
+        hint = " (the conversion left it unconverted)" if "." in op.type else ""
+        return [f"layer {op.name!r}: {e}{hint}"]
+    problems = [f"layer {op.name!r} ({op.type}): {p}" for p in L.check_params(op.type, op.params)]
+    if problems:
+        return problems
+    try:
+        want = L.expected_weights(op.type, op.params)
+    except L.LayerSpecError as e:
+        return [f"layer {op.name!r}: {e}"]
+    have = list(op.attrs.items())
+    if len(have) != len(want):
+        return [f"layer {op.name!r} ({op.type}): has {len(have)} weights "
+                f"({', '.join(k for k, _ in have) or 'none'}) but with these params the runtime loads "
+                f"{len(want)} ({', '.join(w.name for w in want) or 'none'})"]
+    names = {w.name for w in L.weight_spec(op.type)}
+    for (key, attr), w in zip(have, want):
+        if key in names and key != w.name:
+            problems.append(f"layer {op.name!r}: weight {key!r} is in the place of {w.name!r} "
+                            "(weights must be in load order)")
+        n = 1
+        for d in attr.shape:
+            n *= int(d)
+        if n != w.size:
+            problems.append(f"layer {op.name!r}: weight {key!r} has {n} values {tuple(attr.shape)}, "
+                            f"the params make the runtime load {w.size} for {w.name} ({w.spec.size})")
+        if attr.dtype in ("bool", "c64", "c128", "c32"):
+            problems.append(f"layer {op.name!r}: weight {key!r} has dtype {attr.dtype}, not storable")
+        elif attr.dtype == "i8" and not w.tagged:
+            problems.append(f"layer {op.name!r}: int8 weight {key!r} must be a tagged weight")
+    return problems
+
+
+def check_graph(graph: Graph) -> list[str]:
+    """Every problem that prevents writing ``graph`` as an ncnn model (empty when none)."""
+    layers = ncnn_layers(graph)
+    if not layers:
+        return ["the graph has no layers"]
+    problems = check_structure(graph, layers)
+    for op in layers:
+        problems += check_layer(op)
+    return problems
+
+
+def summarize(problems: Iterable[str], limit: int = 20) -> str:
+    problems = list(problems)
+    text = "\n  ".join(problems[:limit])
+    more = f"\n  ... and {len(problems) - limit} more" if len(problems) > limit else ""
+    return f"cannot write the ncnn model ({len(problems)} problem{'s' if len(problems) != 1 else ''}):\n  {text}{more}"

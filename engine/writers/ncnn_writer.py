@@ -1,0 +1,92 @@
+"""Write an IR graph in the ncnn vocabulary as ``.ncnn.param`` + ``.ncnn.bin``.
+
+The graph is checked first (:mod:`.ncnn_check`); nothing is written while there is a problem.
+Both files are written atomically together (:mod:`.atomic`). Weights go to the .bin in layer
+order and, per layer, in the order the layer loads them (the order of ``Operator.attrs``);
+weights the runtime loads tagged are stored fp16 when ``fp16`` (pnnx's default), fp32
+otherwise; raw weights are always fp32 (see :mod:`.ncnn_bin`). Weight data is read (and a
+lazy :class:`engine.ir.Attribute` loaded) one weight at a time.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from ..errors import WriteError
+from ..ir import Graph
+from ..ncnn import layers as L
+from . import ncnn_bin
+from .atomic import atomic_files
+from .ncnn_check import check_graph, ncnn_layers, summarize
+from .ncnn_param import MAGIC, format_layer, format_value, kinds_for
+
+log = logging.getLogger(__name__)
+
+#: ``progress(done, total)`` is called after each layer; raising from it cancels the write
+#: (no file is left behind and the exception propagates).
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class NcnnWriteResult:
+    layers: int
+    blobs: int
+    param_bytes: int
+    bin_bytes: int
+    fp16_weights: int
+    fp32_weights: int
+
+
+def param_text(graph: Graph) -> str:
+    """The ``.ncnn.param`` text of a graph (which must pass :func:`.ncnn_check.check_graph`)."""
+    layers = ncnn_layers(graph)
+    blobs = {o.name for op in layers for o in op.outputs} | {i.name for op in layers for i in op.inputs}
+    lines = [str(MAGIC), f"{len(layers)} {len(blobs)}"]
+    for op in layers:
+        spec = L.get_spec(op.type)
+        kinds = kinds_for(op.params, {p.id: p.kind for p in spec.params})
+        params = [format_value(k, kinds[k], op.params[k]) for k in sorted(op.params)]
+        lines.append(format_layer(op.type, op.name, [i.name for i in op.inputs], [o.name for o in op.outputs], params))
+    return "\n".join(lines) + "\n"
+
+
+def write_ncnn(graph: Graph, param_path: str | os.PathLike, bin_path: str | os.PathLike, *, fp16: bool = True,
+               progress: Progress | None = None) -> NcnnWriteResult:
+    """Write ``graph`` as an ncnn model. Raises :class:`engine.errors.WriteError` (naming the
+    path and the reason, or listing the graph's problems) and leaves no partial files."""
+    problems = check_graph(graph)
+    if problems:
+        raise WriteError(os.fspath(param_path), summarize(problems))
+    try:
+        text = param_text(graph).encode("utf-8")
+    except ValueError as e:  # e.g. a NaN param
+        raise WriteError(os.fspath(param_path), f"cannot write the ncnn model: {e}") from None
+    layers = ncnn_layers(graph)
+    n_fp16 = n_fp32 = 0
+    with atomic_files([param_path, bin_path]) as (pf, bf):
+        pf.write(text)
+        for k, op in enumerate(layers):
+            if op.attrs:
+                want = L.expected_weights(op.type, op.params)
+                for (key, attr), w in zip(op.attrs.items(), want):
+                    try:
+                        chunks = ncnn_bin.encode(np.asarray(attr.data), tagged=w.tagged, fp16=fp16)
+                    except (TypeError, ValueError) as e:
+                        raise WriteError(os.fspath(bin_path), f"layer {op.name!r} weight {key!r}: {e}") from None
+                    for c in chunks:
+                        bf.write(c)
+                    if w.tagged and fp16 and attr.dtype != "i8":
+                        n_fp16 += 1
+                    else:
+                        n_fp32 += 1
+            if progress is not None:
+                progress(k + 1, len(layers))
+        bin_bytes = bf.tell()
+    blobs = int(text.split(b"\n", 2)[1].split()[1])
+    log.info("wrote %s (%d layers, %d blobs) and %s (%d bytes, %d fp16 / %d fp32 weights)",
+             param_path, len(layers), blobs, bin_path, bin_bytes, n_fp16, n_fp32)
+    return NcnnWriteResult(len(layers), blobs, len(text), bin_bytes, n_fp16, n_fp32)

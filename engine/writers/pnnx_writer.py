@@ -1,0 +1,162 @@
+"""Write an IR graph as ``.pnnx.param`` + ``.pnnx.bin`` exactly as pnnx's ``Graph::save``
+(``tools/pnnx/src/ir.cpp``) does, so pnnx and Netron read it.
+
+``.pnnx.param``::
+
+    7767517
+    <operator count> <operand count>
+    <type> <name> <n_in> <n_out> <inputs...> <outputs...> key=value ... @attr=(shape)type
+        $input_key=operand ... #operand=(shape)type ...
+
+Type and name are padded to 24 columns; params and attributes in key order (pnnx keeps them in
+``std::map``\\ s); values as pnnx encodes them (``None``, ``True``/``False``, ints, floats via
+:func:`.values.float_to_string`, bare strings, ``(a,b,...)`` lists); ``#`` shapes for the
+inputs then the outputs that have one, unknown or symbolic dims as ``?``. ``.pnnx.bin`` is a
+stored zip (:mod:`.storezip`) with one member ``<operator>.<attr>`` of raw data per attribute.
+
+Our provenance (``!from``/``!mod`` in the text snapshots) is not written: pnnx would keep it
+as a param and pass it on to the Python it generates. Whitespace inside a string value (which
+would end the token) is removed, with a warning; ``=`` in a value (which makes Netron reject
+the file) is refused.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import os
+from typing import Any, Callable
+
+import numpy as np
+
+from ..errors import WriteError
+from ..ir import Graph, Operator
+from .atomic import atomic_files
+from .storezip import StoreZipWriter
+from .values import float_to_string
+
+log = logging.getLogger(__name__)
+
+MAGIC = 7767517
+_ELEMSIZE = {"f32": 4, "f64": 8, "f16": 2, "bf16": 2, "i64": 8, "i32": 4, "i16": 2, "i8": 1, "u8": 1, "bool": 1,
+             "c64": 8, "c128": 16, "c32": 4}
+
+
+class _ValueError(ValueError):
+    pass
+
+
+def encode_value(v: Any) -> str:
+    """pnnx's ``Parameter::encode_to_string``."""
+    if v is None:
+        return "None"
+    if isinstance(v, (bool, np.bool_)):
+        return "True" if v else "False"
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    if isinstance(v, (float, np.floating)):
+        return float_to_string(float(v))
+    if isinstance(v, (complex, np.complexfloating)):
+        return "%e+%ej" % (v.real, v.imag)
+    if isinstance(v, str):
+        if "=" in v or "\n" in v:
+            raise _ValueError(f"string {v!r} contains '=' or a newline, which pnnx.param cannot hold")
+        if any(c.isspace() for c in v):
+            log.warning("pnnx.param: removing whitespace from string value %r", v)
+            v = "".join(c for c in v if not c.isspace())
+        return v
+    if isinstance(v, np.ndarray):
+        v = v.tolist()
+    if isinstance(v, (list, tuple)):
+        return "(" + ",".join(encode_value(x) for x in v) + ")"
+    raise _ValueError(f"cannot encode a {type(v).__name__} value {v!r}")
+
+
+def _shape(dims) -> str:
+    return "(" + ",".join("?" if d is None or isinstance(d, str) or (isinstance(d, int) and d < 0) else str(int(d))
+                          for d in dims) + ")"
+
+
+def _check_key(op: Operator, key: str) -> None:
+    if not key or key[0] in "@$#" or "=" in key or any(c.isspace() for c in key):
+        raise _ValueError(f"param name {key!r} cannot be written to pnnx.param")
+
+
+def operator_line(op: Operator) -> str:
+    parts = [f"{op.type:<24} {op.name:<24} {len(op.inputs)} {len(op.outputs)}"]
+    parts += [i.name for i in op.inputs]
+    parts += [o.name for o in op.outputs]
+    for key in sorted(op.params, key=str):
+        skey = str(key)
+        _check_key(op, skey)
+        parts.append(f"{skey}={encode_value(op.params[key])}")
+    for key in sorted(op.attrs):
+        a = op.attrs[key]
+        parts.append(f"@{key}={_shape(a.shape)}{a.dtype or 'null'}")
+    if op.input_names and len(op.input_names) == len(op.inputs):
+        for name, opd in zip(op.input_names, op.inputs):
+            if name:
+                parts.append(f"${name}={opd.name}")
+    for opd in list(op.inputs) + list(op.outputs):
+        if opd.shape:
+            parts.append(f"#{opd.name}={_shape(opd.shape)}{opd.dtype or 'null'}")
+    return " ".join(parts)
+
+
+def _check_names(graph: Graph) -> list[str]:
+    problems = []
+    for op in graph.ops:
+        for kind, name in [("operator", op.name)] + [("operand", o.name) for o in op.outputs]:
+            if not name or any(c.isspace() for c in name) or "=" in name:
+                problems.append(f"{kind} name {name!r} is empty or contains whitespace or '='")
+        if any(c.isspace() for c in op.type) or not op.type:
+            problems.append(f"operator {op.name!r} has type {op.type!r}")
+    return problems
+
+
+def param_text(graph: Graph) -> str:
+    """The ``.pnnx.param`` text of ``graph``."""
+    operands = {o.name for op in graph.ops for o in list(op.inputs) + list(op.outputs)}
+    lines = [str(MAGIC), f"{len(graph.ops)} {len(operands)}"]
+    for op in graph.ops:
+        try:
+            lines.append(operator_line(op))
+        except _ValueError as e:
+            raise _ValueError(f"operator {op.name!r}: {e}") from None
+    return "\n".join(lines) + "\n"
+
+
+def _attr_bytes(op: Operator, key: str) -> bytes:
+    a = op.attrs[key]
+    data = np.ascontiguousarray(a.data)
+    size = _ELEMSIZE.get(a.dtype, data.dtype.itemsize) * math.prod(a.shape)
+    raw = data.astype(data.dtype.newbyteorder("<"), copy=False).tobytes()
+    if len(raw) != size:
+        raise _ValueError(f"attribute {key!r} holds {len(raw)} bytes, {a.shape} {a.dtype} needs {size}")
+    return raw
+
+
+def write_pnnx(graph: Graph, param_path: str | os.PathLike, bin_path: str | os.PathLike, *,
+               progress: Callable[[int, int], None] | None = None) -> None:
+    """Write ``graph`` (any vocabulary) as a pnnx model. Raises
+    :class:`engine.errors.WriteError` and leaves no partial files on failure."""
+    problems = _check_names(graph)
+    if problems:
+        raise WriteError(os.fspath(param_path), "cannot write the pnnx model:\n  " + "\n  ".join(problems[:20]))
+    try:
+        text = param_text(graph).encode("utf-8")
+    except _ValueError as e:
+        raise WriteError(os.fspath(param_path), f"cannot write the pnnx model: {e}") from None
+    with atomic_files([param_path, bin_path]) as (pf, bf):
+        pf.write(text)
+        zw = StoreZipWriter(bf)
+        for k, op in enumerate(graph.ops):
+            for key in sorted(op.attrs):
+                try:
+                    raw = _attr_bytes(op, key)
+                except _ValueError as e:
+                    raise WriteError(os.fspath(bin_path), f"operator {op.name!r}: {e}") from None
+                zw.write_member(f"{op.name}.{key}", raw)
+            if progress is not None:
+                progress(k + 1, len(graph.ops))
+        zw.close()
+    log.info("wrote %s and %s (%d operators)", param_path, bin_path, len(graph.ops))

@@ -1,0 +1,73 @@
+"""A stored (uncompressed) zip writer laid out byte for byte as pnnx's ``StoreZipWriter``
+(``tools/pnnx/src/storezip.cpp``), for ``.pnnx.bin``: every entry carries a ZIP64 extra field,
+no timestamps, version fields 0, a ZIP64 end-of-central-directory record and locator, and a
+classic end record full of 0xFFFF/0xFFFFFFFF. pnnx's reader (which refuses data descriptors
+and compression), Netron and Python's :mod:`zipfile` all read it.
+"""
+from __future__ import annotations
+
+import struct
+import zlib
+from dataclasses import dataclass
+from typing import Protocol
+
+_LFH = struct.Struct("<IHHHHHIIIHH")          # signature + local_file_header
+_ZIP64_EXTRA = struct.Struct("<HHQQQI")        # id, size, uncompressed, compressed, lfh offset, disk
+_CDFH = struct.Struct("<IHHHHHHIIIHHHHHII")    # signature + central_directory_file_header
+_EOCD64 = struct.Struct("<IQHHIIQQQQ")         # signature + zip64 end of central directory record
+_EOCD64_LOCATOR = struct.Struct("<IIQI")
+_EOCD = struct.Struct("<IHHHHIIH")
+_ZIP64_EXTRA_LEN = _ZIP64_EXTRA.size           # 32 bytes: 4 header + 28 data, as pnnx writes it
+
+
+class _Sink(Protocol):
+    def write(self, data) -> int: ...
+    def tell(self) -> int: ...
+
+
+@dataclass
+class _Entry:
+    name: bytes
+    offset: int
+    crc: int
+    size: int
+
+
+class StoreZipWriter:
+    """Write members one after the other to ``sink`` (anything with ``write`` and ``tell``),
+    then :meth:`close` to write the central directory."""
+
+    def __init__(self, sink: _Sink):
+        self._sink = sink
+        self._entries: list[_Entry] = []
+        self._names: set[bytes] = set()
+
+    def write_member(self, name: str, data: bytes | memoryview) -> None:
+        raw_name = name.encode("utf-8")
+        if raw_name in self._names:
+            raise ValueError(f"zip member {name!r} written twice")
+        self._names.add(raw_name)
+        mv = memoryview(data).cast("B")
+        size = mv.nbytes
+        crc = zlib.crc32(mv) & 0xFFFFFFFF
+        offset = self._sink.tell()
+        self._sink.write(_LFH.pack(0x04034B50, 0, 0, 0, 0, 0, crc, 0xFFFFFFFF, 0xFFFFFFFF,
+                                   len(raw_name), _ZIP64_EXTRA_LEN))
+        self._sink.write(raw_name)
+        self._sink.write(_ZIP64_EXTRA.pack(0x0001, _ZIP64_EXTRA_LEN - 4, size, size, 0, 0))
+        self._sink.write(mv)
+        self._entries.append(_Entry(raw_name, offset, crc, size))
+
+    def close(self) -> None:
+        cd_offset = self._sink.tell()
+        for e in self._entries:
+            self._sink.write(_CDFH.pack(0x02014B50, 0, 0, 0, 0, 0, 0, e.crc, 0xFFFFFFFF, 0xFFFFFFFF,
+                                        len(e.name), _ZIP64_EXTRA_LEN, 0, 0xFFFF, 0, 0, 0xFFFFFFFF))
+            self._sink.write(e.name)
+            self._sink.write(_ZIP64_EXTRA.pack(0x0001, _ZIP64_EXTRA_LEN - 4, e.size, e.size, e.offset, 0))
+        eocd64_offset = self._sink.tell()
+        n = len(self._entries)
+        self._sink.write(_EOCD64.pack(0x06064B50, _EOCD64.size - 4 - 8, 0, 0, 0, 0, n, n,
+                                      eocd64_offset - cd_offset, cd_offset))
+        self._sink.write(_EOCD64_LOCATOR.pack(0x07064B50, 0, eocd64_offset, 1))
+        self._sink.write(_EOCD.pack(0x06054B50, 0xFFFF, 0xFFFF, 0xFFFF, 0xFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0))

@@ -7,6 +7,10 @@ from __future__ import annotations
 
 from . import (
     eliminate_dead_code,
+    fuse_conv_batchnorm,
+    fuse_convolution_activation,
+    fuse_linear_batchnorm,
+    fuse_padding_convolution,
     infer_batch_axis,
     insert_split,
     lower_aten_to_pnnx,
@@ -24,10 +28,14 @@ PIPELINE = [
     remove_noops.run,
     lower_aten_to_pnnx.run,
     eliminate_dead_code.run,
+    fuse_conv_batchnorm.run,
+    fuse_linear_batchnorm.run,
     record_pnnx_graph.run,
     infer_batch_axis.run,
     lower_pnnx_to_ncnn.run,
     eliminate_dead_code.run,
+    fuse_padding_convolution.run,
+    fuse_convolution_activation.run,
     insert_split.run,
     name_blobs.run,
 ]

@@ -1,0 +1,244 @@
+"""Convolutions: conv1d / conv2d (integer, ``'same'`` or ``'valid'`` padding, groups, dilation),
+conv_transpose1d / conv_transpose2d (output_padding, groups, dilation) and core ATen's
+``convolution``.
+
+ATen → pnnx (constant weight and bias → pnnx modules, as pnnx's ``fuse_static_conv``):
+
+* ``aten.conv1d.default``, ``aten.conv1d.padding``, ``aten.conv2d.default``,
+  ``aten.conv2d.padding``, ``aten.convolution.default``, ``aten._convolution.default``
+  → ``nn.Conv1d`` / ``nn.Conv2d`` (``padding`` stays ``'same'``/``'valid'`` when given so);
+  a computed weight → ``F.conv1d`` / ``F.conv2d``;
+* ``aten.conv_transpose1d.default``, ``aten.conv_transpose2d.input`` and transposed
+  ``convolution`` → ``nn.ConvTranspose1d`` / ``nn.ConvTranspose2d``.
+
+pnnx → ncnn (as pnnx's ``pass_ncnn/nn_Conv2d.cpp`` and friends):
+
+* ``nn.Conv2d`` → ``Convolution`` (groups 1) or ``ConvolutionDepthWise`` (any other groups,
+  depthwise or grouped); ``nn.Conv1d`` → ``Convolution1D`` / ``ConvolutionDepthWise1D``.
+  ``'same'`` is written as explicit pads (PyTorch puts the odd pixel after, as ncnn's
+  SAME_UPPER), so asymmetric pads need no Padding layer;
+* ``nn.ConvTranspose2d`` → ``Deconvolution`` / ``DeconvolutionDepthWise``
+  (``nn.ConvTranspose1d`` → the 1D forms); PyTorch's ``(in, out/groups, k...)`` kernel is
+  reordered to ncnn's ``(out/groups, in/groups, k...)`` per group;
+* ``F.conv2d`` / ``F.conv1d`` (weight computed in the graph) → ``Convolution`` /
+  ``Convolution1D`` / depthwise forms with ``dynamic_weight=1`` and the weight (and bias) as
+  extra input blobs.
+"""
+from __future__ import annotations
+
+import logging
+import math
+from numbers import Integral
+
+import numpy as np
+
+from ..convert.context import Unsupported
+from ..convert.registry import aten_converter, ncnn_rule
+from ..convert.shapes import is_batched, ncnn_rank
+from ._weights import derived
+
+log = logging.getLogger(__name__)
+
+
+# ---------------------------------------------------------------------------- ATen → pnnx
+def _ints(value, n: int, what: str) -> tuple[int, ...]:
+    """``value`` (an int or a list of 1 or ``n`` ints) as ``n`` ints."""
+    if isinstance(value, Integral) and not isinstance(value, bool):
+        return (int(value),) * n
+    if isinstance(value, (list, tuple)) and all(isinstance(v, Integral) and not isinstance(v, bool) for v in value):
+        if len(value) == 1:
+            return (int(value[0]),) * n
+        if len(value) == n:
+            return tuple(int(v) for v in value)
+    raise Unsupported(f"unsupported: {what}={value!r} (expected {n} constant integers)")
+
+
+def _spatial_rank(op) -> int:
+    w = op.named_input("weight")
+    if w is None or w.shape is None:
+        raise Unsupported("unsupported: convolution weight of unknown shape")
+    nd = len(w.shape) - 2
+    if nd not in (1, 2):
+        raise Unsupported(f"unsupported: {nd}-D convolution (conv1d and conv2d are supported)")
+    if not all(isinstance(d, int) for d in w.shape):
+        raise Unsupported(f"unsupported: convolution weight of symbolic shape {w.shape}")
+    return nd
+
+
+def _lower_conv(ctx, op, transposed: bool):
+    x, w, b = op.inputs[0], op.named_input("weight"), op.named_input("bias")
+    nd = _spatial_rank(op)
+    groups = _ints(op.params.get("groups", 1), 1, "groups")[0]
+    stride = _ints(op.params.get("stride", 1), nd, "stride")
+    dilation = _ints(op.params.get("dilation", 1), nd, "dilation")
+    padding = op.params.get("padding", 0)
+    if isinstance(padding, str):
+        if padding not in ("same", "valid") or transposed:
+            ctx.unsupported(f"padding={padding!r}")
+    else:
+        padding = _ints(padding, nd, "padding")
+    kernel = tuple(int(k) for k in w.shape[2:])
+    w_attr = ctx.attribute(w)
+    b_attr = ctx.attribute(b) if b is not None else None
+    if w_attr is None or (b is not None and b_attr is None):
+        if transposed:
+            ctx.unsupported("conv_transpose with a weight or bias computed in the graph")
+        inputs = [x, w] + ([b] if b is not None else [])
+        return ctx.emit(f"F.conv{nd}d", inputs, input_names=["input", "weight", "bias"][:len(inputs)],
+                        params={"stride": stride, "padding": padding, "dilation": dilation, "groups": groups})
+    attrs = {"weight": w_attr}
+    if b_attr is not None:
+        attrs["bias"] = b_attr
+    if transposed:
+        output_padding = _ints(op.params.get("output_padding", 0), nd, "output_padding")
+        params = {"in_channels": int(w.shape[0]), "out_channels": int(w.shape[1]) * groups, "kernel_size": kernel,
+                  "stride": stride, "padding": padding, "output_padding": output_padding, "groups": groups,
+                  "bias": b_attr is not None, "dilation": dilation}
+        return ctx.emit(f"nn.ConvTranspose{nd}d", [x], params=params, attrs=attrs)
+    params = {"in_channels": int(w.shape[1]) * groups, "out_channels": int(w.shape[0]), "kernel_size": kernel,
+              "stride": stride, "padding": padding, "dilation": dilation, "groups": groups,
+              "bias": b_attr is not None, "padding_mode": "zeros"}
+    return ctx.emit(f"nn.Conv{nd}d", [x], params=params, attrs=attrs)
+
+
+@aten_converter("aten.conv1d.default", "aten.conv2d.default", "aten.conv1d.padding", "aten.conv2d.padding")
+def conv(ctx, op):
+    return _lower_conv(ctx, op, transposed=False)
+
+
+@aten_converter("aten.conv_transpose1d.default", "aten.conv_transpose2d.input")
+def conv_transpose(ctx, op):
+    return _lower_conv(ctx, op, transposed=True)
+
+
+@aten_converter("aten.convolution.default", "aten._convolution.default")
+def convolution(ctx, op):
+    return _lower_conv(ctx, op, transposed=bool(op.params.get("transposed", False)))
+
+
+# ---------------------------------------------------------------------------- pnnx → ncnn
+def _nd(op) -> int:
+    return 1 if op.type.endswith("1d") else 2
+
+
+def _explicit_pads(op, nd: int, kernel, dilation) -> list[tuple[int, int]]:
+    """(before, after) per spatial dim, torch order; ``'same'`` puts the odd pixel after."""
+    padding = op.params["padding"]
+    if padding == "valid":
+        return [(0, 0)] * nd
+    if padding == "same":
+        out = []
+        for k, d in zip(kernel, dilation):
+            total = d * (k - 1)
+            out.append((total // 2, total - total // 2))
+        return out
+    return [(p, p) for p in _ints(padding, nd, "padding")]
+
+
+def _geometry(nd: int, kernel, stride, dilation, pads) -> dict:
+    """ncnn's kernel/stride/dilation/pad params (w = last torch dim, h = the one before)."""
+    if nd == 1:
+        return {"kernel_w": kernel[0], "stride_w": stride[0], "dilation_w": dilation[0],
+                "pad_left": pads[0][0], "pad_right": pads[0][1]}
+    return {"kernel_w": kernel[1], "kernel_h": kernel[0], "stride_w": stride[1], "stride_h": stride[0],
+            "dilation_w": dilation[1], "dilation_h": dilation[0],
+            "pad_left": pads[1][0], "pad_right": pads[1][1], "pad_top": pads[0][0], "pad_bottom": pads[0][1]}
+
+
+def _layer_type(base: str, nd: int, groups: int) -> str:
+    return base + ("DepthWise" if groups != 1 else "") + ("1D" if nd == 1 else "")
+
+
+def _check_feature_map(op, ctx):
+    """The input must be (N, C, L) / (N, C, H, W) with the batch axis at dim 0."""
+    nd = _nd(op)
+    x = op.inputs[0]
+    if ncnn_rank(x) != nd + 1 or not is_batched(x):
+        return (f"unsupported: {op.type} input {x.name} of shape {x.shape} is not a batched "
+                f"{'(N, C, L)' if nd == 1 else '(N, C, H, W)'} tensor")
+    return None
+
+
+@ncnn_rule("nn.Conv1d", "nn.Conv2d", validator=_check_feature_map)
+def conv_layer(ctx, op):
+    nd = _nd(op)
+    p = op.params
+    if p.get("padding_mode", "zeros") != "zeros":
+        ctx.unsupported(f"padding_mode={p['padding_mode']!r}")
+    kernel, stride, dilation = (_ints(p[k], nd, k) for k in ("kernel_size", "stride", "dilation"))
+    groups = int(p.get("groups", 1))
+    weight = op.attrs["weight"]
+    weights = {"weight_data": weight}
+    if p.get("bias"):
+        weights["bias_data"] = op.attrs["bias"]
+    return ctx.layer(_layer_type("Convolution", nd, groups), [op.inputs[0]], weights=weights,
+                     num_output=int(p["out_channels"]), bias_term=int(bool(p.get("bias"))),
+                     weight_data_size=math.prod(weight.shape), group=groups if groups != 1 else None,
+                     **_geometry(nd, kernel, stride, dilation, _explicit_pads(op, nd, kernel, dilation)))
+
+
+def _deconv_weight(weight, groups: int):
+    """PyTorch ``(in, out/g, k...)`` → ncnn ``(g, out/g, in/g, k...)`` flattened as (out, in/g, k...)."""
+    in_c, out_g, *kernel = weight.shape
+    in_g = in_c // groups
+
+    def load():
+        w = np.asarray(weight.data).reshape(groups, in_g, out_g, -1)
+        return np.ascontiguousarray(w.transpose(0, 2, 1, 3)).reshape(groups * out_g, in_g, *kernel)
+
+    return derived(load, (groups * out_g, in_g, *kernel), weight.dtype)
+
+
+@ncnn_rule("nn.ConvTranspose1d", "nn.ConvTranspose2d", validator=_check_feature_map)
+def deconv_layer(ctx, op):
+    nd = _nd(op)
+    p = op.params
+    kernel, stride, dilation, padding, output_padding = (
+        _ints(p[k], nd, k) for k in ("kernel_size", "stride", "dilation", "padding", "output_padding"))
+    groups = int(p.get("groups", 1))
+    weight = op.attrs["weight"]
+    weights = {"weight_data": _deconv_weight(weight, groups)}
+    if p.get("bias"):
+        weights["bias_data"] = op.attrs["bias"]
+    geometry = _geometry(nd, kernel, stride, dilation, [(q, q) for q in padding])
+    geometry["output_pad_right"] = output_padding[-1]
+    if nd == 2:
+        geometry["output_pad_bottom"] = output_padding[0]
+    return ctx.layer(_layer_type("Deconvolution", nd, groups), [op.inputs[0]], weights=weights,
+                     num_output=int(p["out_channels"]), bias_term=int(bool(p.get("bias"))),
+                     weight_data_size=math.prod(weight.shape), group=groups if groups != 1 else None,
+                     **geometry)
+
+
+def _check_dynamic(op, ctx):
+    why = _check_feature_map(op, ctx)
+    if why:
+        return why
+    nd = _nd(op)
+    w = op.inputs[1]
+    if w.shape is None or len(w.shape) != nd + 2 or not all(isinstance(d, int) for d in w.shape):
+        return f"unsupported: {op.type} weight {w.name} of shape {w.shape}"
+    if is_batched(w) or ncnn_rank(w) != nd + 2:
+        return f"unsupported: {op.type} weight {w.name} carries the batch axis"
+    if len(op.inputs) > 2 and (is_batched(op.inputs[2]) or ncnn_rank(op.inputs[2]) != 1):
+        return f"unsupported: {op.type} bias {op.inputs[2].name} is not a 1-D tensor"
+    return None
+
+
+@ncnn_rule("F.conv1d", "F.conv2d", validator=_check_dynamic)
+def dynamic_conv_layer(ctx, op):
+    nd = _nd(op)
+    p = op.params
+    w = op.inputs[1]
+    kernel = tuple(w.shape[2:])
+    stride, dilation = (_ints(p[k], nd, k) for k in ("stride", "dilation"))
+    groups = int(p.get("groups", 1))
+    inputs = [op.inputs[0], w]  # the runtime reads (w=kernel_w, h=kernel_h / in, c=out) off the blob
+    bias = len(op.inputs) > 2
+    if bias:
+        inputs.append(op.inputs[2])
+    return ctx.layer(_layer_type("Convolution", nd, groups), inputs, num_output=int(w.shape[0]),
+                     bias_term=int(bias), weight_data_size=math.prod(w.shape), dynamic_weight=1,
+                     group=groups if groups != 1 else None,
+                     **_geometry(nd, kernel, stride, dilation, _explicit_pads(op, nd, kernel, dilation)))
+

@@ -1,0 +1,75 @@
+"""Fold an inference BatchNorm into the convolution or transposed convolution before it
+(pnnx's ``fuse_conv2d_batchnorm2d`` / ``fuse_convtranspose2d_batchnorm2d`` and 1d forms).
+
+``nn.Conv1d/2d`` or ``nn.ConvTranspose1d/2d`` whose only user is an ``nn.BatchNorm1d/2d`` over
+its channels: the BatchNorm's per-channel ``scale, shift`` (float64) scale the kernel along the
+output channels and become the bias (``bias * scale + shift``); the BatchNorm is removed and its
+users read the convolution. The new weights are computed lazily and stored as float32.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..converters._weights import as_f64, derived
+from ..converters.norm import batchnorm_affine
+from .manager import graph_pass
+
+_CONVS = {"nn.Conv1d": "nn.BatchNorm1d", "nn.Conv2d": "nn.BatchNorm2d",
+          "nn.ConvTranspose1d": "nn.BatchNorm1d", "nn.ConvTranspose2d": "nn.BatchNorm2d"}
+
+
+def sole_consumer(op, types):
+    """The one operator reading ``op``'s single output if its type is in ``types``, else None
+    (a graph output or a second reader blocks fusion)."""
+    if len(op.outputs) != 1 or len(op.outputs[0].consumers) != 1:
+        return None
+    user = op.outputs[0].consumers[0]
+    if user.type not in types or len(user.inputs) != 1 or len(user.outputs) != 1:
+        return None
+    return user
+
+
+def fold_scale_shift(graph, op, bn, weight_fn):
+    """Give ``op`` the folded ``weight`` (``weight_fn(w, scale)``) and bias, drop ``bn``."""
+    weight, bias = op.attrs["weight"], op.attrs.get("bias")
+    n = int(bn.params["num_features"])
+
+    def new_weight():
+        scale, _ = batchnorm_affine(bn)
+        return weight_fn(np.asarray(weight.data, np.float64), scale).astype(np.float32)
+
+    def new_bias():
+        scale, shift = batchnorm_affine(bn)
+        return (as_f64(bias, n, 0.0) * scale + shift).astype(np.float32)
+
+    op.attrs["weight"] = derived(new_weight, weight.shape)
+    op.attrs["bias"] = derived(new_bias, (n,))
+    op.params["bias"] = True
+    op.provenance = op.provenance.union(bn.provenance)
+    graph.replace_all_uses(bn.outputs[0], op.outputs[0])
+    graph.remove_op(bn)
+
+
+def _scale_conv(w, scale):
+    return w * scale.reshape((-1,) + (1,) * (w.ndim - 1))
+
+
+def _scale_deconv(groups):
+    def fn(w, scale):
+        in_c, out_g = w.shape[:2]
+        wg = w.reshape(groups, in_c // groups, out_g, -1) * scale.reshape(groups, 1, out_g, 1)
+        return wg.reshape(w.shape)
+    return fn
+
+
+@graph_pass("fuse_conv_batchnorm", "fold BatchNorm into the preceding convolution / transposed convolution")
+def run(graph, cx):
+    for op in list(graph.ops):
+        bn_type = _CONVS.get(op.type)
+        if bn_type is None or "weight" not in op.attrs:
+            continue
+        bn = sole_consumer(op, (bn_type,))
+        if bn is None or int(bn.params["num_features"]) != int(op.params["out_channels"]):
+            continue
+        fn = _scale_deconv(int(op.params.get("groups", 1))) if "Transpose" in op.type else _scale_conv
+        fold_scale_shift(graph, op, bn, fn)

@@ -85,7 +85,7 @@ class ConversionContext:
         self.emitted.append(op)
         return outs[0] if isinstance(outputs, int) and outputs == 1 else outs
 
-    def layer(self, type: str, inputs: Sequence[Operand] = (), *, weights: dict[str, Any] | None = None,
+    def layer(self, type: str, /, inputs: Sequence[Operand] = (), *, weights: dict[str, Any] | None = None,
               outputs: int | Sequence[Operand | None] = 1, name: str | None = None,
               dtype: str | None = None, shape: Sequence | None = None, **params: Any) -> Any:
         """Emit an ncnn layer with named params (translated to ids by :mod:`engine.ncnn.layers`)

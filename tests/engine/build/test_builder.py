@@ -292,3 +292,67 @@ def _timed(ep) -> float:
     t = time.process_time()
     build_graph(ep)
     return time.process_time() - t
+
+
+@torch.library.custom_op("pt2ncnn_test::scale", mutates_args=())
+def _scale(x: torch.Tensor, k: float) -> torch.Tensor:
+    return x * k
+
+
+@_scale.register_fake
+def _(x, k):
+    return torch.empty_like(x)
+
+
+class CustomAndViewMutation(nn.Module):
+    def forward(self, x):
+        y = x.view(-1)
+        y.mul_(2)  # mutates x through a view
+        return _scale(x, 3.0)
+
+
+def test_custom_op_without_schema_and_inplace_on_a_view(export):
+    ep, _ = export(CustomAndViewMutation(), (torch.randn(2, 2),))
+    g = build_graph(ep)
+    g.lint()
+    custom = g.ops_of_type("pt2ncnn_test.scale.default")[0]
+    assert custom.meta["no_schema"] is True
+    assert custom.input_names == ["x"] and custom.params == {"k": 3.0}
+    mul_ = g.ops_of_type("aten.mul_.Tensor")[0]
+    assert mul_.meta["inplace_on_view"] == "view" and mul_.meta["inplace"] == {"self": "view"}
+
+
+class HalfLinear(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 3).to(torch.bfloat16)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+def test_half_weights_keep_their_dtype_unless_float32_is_asked(export):
+    module = HalfLinear()
+    ep, _ = export(module, (torch.randn(2, 4, dtype=torch.bfloat16),))
+    stored = build_graph(ep).find_op("p_fc_weight")
+    assert stored.attrs["data"].dtype == "bf16" and stored.outputs[0].dtype == "bf16"
+    assert "stored_dtype" not in stored.meta
+    upcast = build_graph(ep, float32_weights=True).find_op("p_fc_weight")
+    assert upcast.attrs["data"].dtype == "f32" and upcast.outputs[0].dtype == "f32"
+    assert upcast.meta["stored_dtype"] == "bf16"
+    np.testing.assert_array_equal(upcast.attrs["data"].data, module.fc.weight.float().detach().numpy())
+
+
+def test_a_use_before_definition_is_a_typed_error(export):
+    from engine.errors import PT2FormatError
+
+    ep, _ = export(Dynamic(), (torch.randn(2, 3, 10, 4),))
+    nodes = ep.graph.nodes
+    last = nodes[-1]
+    assert last.op == "aten.cat.default"
+    nodes.insert(0, nodes.pop())  # a corrupted file: cat before the neg it reads
+    try:
+        with pytest.raises(PT2FormatError, match=rf"node {last.name}: uses 'neg', which is not defined before it"):
+            build_graph(ep)
+    finally:
+        nodes.append(nodes.pop(0))

@@ -1,0 +1,222 @@
+"""Pooling: max/avg pool 1-D and 2-D, adaptive avg/max pool 1-D and 2-D.
+
+ATen → pnnx:
+
+* ``aten.max_pool2d.default``, ``aten.max_pool2d_with_indices.default`` (indices unused) →
+  ``F.max_pool2d``; ``aten.max_pool1d.default``, ``aten.max_pool1d_with_indices.default`` →
+  ``F.max_pool1d`` (``kernel_size, stride, padding, dilation, ceil_mode, return_indices``);
+* ``aten.avg_pool2d.default`` → ``F.avg_pool2d``; ``aten.avg_pool1d.default`` →
+  ``F.avg_pool1d`` (``kernel_size, stride, padding, ceil_mode, count_include_pad,
+  divisor_override``);
+* ``aten.adaptive_avg_pool2d.default``, ``aten._adaptive_avg_pool2d.default`` →
+  ``F.adaptive_avg_pool2d``; ``aten.adaptive_avg_pool1d.default`` → ``F.adaptive_avg_pool1d``;
+  ``aten.adaptive_max_pool2d.default`` / ``aten.adaptive_max_pool1d.default`` (indices unused)
+  → ``F.adaptive_max_pool2d`` / ``F.adaptive_max_pool1d`` (``output_size``).
+
+pnnx → ncnn: ``Pooling`` (2-D) / ``Pooling1D``. Where PyTorch's output size differs from what
+ncnn's "full padding" (ceil) mode computes — the last window may not start in the right
+padding in PyTorch — the rule uses valid padding with the right/bottom pad that gives exactly
+PyTorch's windows; an average that counts padding and has windows past the padded input gets
+an explicit zero ``Padding`` first. ``divisor_override`` becomes a count-including average
+times ``kernel area / divisor``. ncnn pooling has no dilation: dilated max pooling is refused.
+Adaptive pooling to 1×1 is a ``Pooling`` with ``adaptive_pooling`` 1×1 (3-D result, the shape
+PyTorch has); the ``eliminate_noop_reshape`` pass turns it into global pooling when a flatten
+follows.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from ..convert.registry import aten_converter, ncnn_rule
+from ..convert.shapes import ncnn_shape
+from ..ncnn.enums import BinaryOpType, PaddingType, PoolingType, PoolPadMode
+from .shape import intermediate
+
+log = logging.getLogger(__name__)
+
+
+def _unused_indices(op, ctx):
+    if len(op.outputs) > 1 and op.outputs[1].consumers:
+        return "unsupported: the pooling indices are used (ncnn pooling does not return indices)"
+    return None
+
+
+def _pool_params(op, n: int) -> dict:
+    k = list(op.params["kernel_size"])
+    k = k * n if len(k) == 1 else k
+    s = list(op.params.get("stride") or []) or k
+    s = s * n if len(s) == 1 else s
+    p = list(op.params.get("padding", [0] * n))
+    p = p * n if len(p) == 1 else p
+    return {"kernel_size": k, "stride": s, "padding": p, "ceil_mode": bool(op.params.get("ceil_mode", False))}
+
+
+def _max_pool(n: int):
+    def convert(ctx, op):
+        params = _pool_params(op, n)
+        d = list(op.params.get("dilation", [1] * n))
+        params.update(dilation=d * n if len(d) == 1 else d, return_indices=False)
+        y = ctx.emit(f"F.max_pool{n}d", [op.inputs[0]], params=params)
+        return [y] + [None] * (len(op.outputs) - 1)
+
+    return convert
+
+
+def _avg_pool(n: int):
+    def convert(ctx, op):
+        params = _pool_params(op, n)
+        params.update(count_include_pad=bool(op.params.get("count_include_pad", True)),
+                      divisor_override=op.params.get("divisor_override"))
+        return ctx.emit(f"F.avg_pool{n}d", [op.inputs[0]], params=params)
+
+    return convert
+
+
+def _adaptive(kind: str, n: int):
+    def convert(ctx, op):
+        size = list(op.params["output_size"])
+        out = op.outputs[0].shape or []
+        size = [s if isinstance(s, int) else (out[len(out) - n + i] if out else None) for i, s in enumerate(size)]
+        y = ctx.emit(f"F.adaptive_{kind}_pool{n}d", [op.inputs[0]], params={"output_size": size})
+        return [y] + [None] * (len(op.outputs) - 1)
+
+    return convert
+
+
+aten_converter("aten.max_pool2d.default", "aten.max_pool2d_with_indices.default",
+               validator=_unused_indices)(_max_pool(2))
+aten_converter("aten.max_pool1d.default", "aten.max_pool1d_with_indices.default",
+               validator=_unused_indices)(_max_pool(1))
+aten_converter("aten.avg_pool2d.default")(_avg_pool(2))
+aten_converter("aten.avg_pool1d.default")(_avg_pool(1))
+aten_converter("aten.adaptive_avg_pool2d.default", "aten._adaptive_avg_pool2d.default")(_adaptive("avg", 2))
+aten_converter("aten.adaptive_avg_pool1d.default")(_adaptive("avg", 1))
+aten_converter("aten.adaptive_max_pool2d.default", validator=_unused_indices)(_adaptive("max", 2))
+aten_converter("aten.adaptive_max_pool1d.default", validator=_unused_indices)(_adaptive("max", 1))
+
+
+# ----------------------------------------------------------------------------- pnnx → ncnn
+
+@dataclass
+class _Axis:
+    """One spatial axis of a pooling: what ncnn needs to reproduce PyTorch's windows."""
+
+    kernel: int
+    stride: int
+    pad: int  #: left/top pad
+    pad_end: int  #: right/bottom pad given to ncnn (valid mode)
+    beyond: int  #: windows reach this far past the padded input (ceil mode)
+
+
+def _axis(size, kernel: int, stride: int, pad: int, ceil_mode: bool) -> _Axis | None:
+    """PyTorch's output size for this axis and the ncnn end pad giving exactly those windows
+    (None when the size is dynamic)."""
+    if not isinstance(size, int):
+        return None
+    span = size + 2 * pad - kernel
+    out = (-(-span // stride) if ceil_mode else span // stride) + 1
+    if ceil_mode and (out - 1) * stride >= size + pad:
+        out -= 1  # PyTorch: the last window must start inside the input or the left padding
+    lo = (out - 1) * stride + kernel - size - pad  # smallest end pad giving `out` windows
+    pad_end = min(max(pad, lo, 0), lo + stride - 1)
+    return _Axis(kernel, stride, pad, pad_end, max(0, lo - pad))
+
+
+def _check_pool(op, ctx):
+    x = op.inputs[0]
+    n = 2 if op.type.endswith("2d") else 1
+    rank = len(ncnn_shape(x) or [])
+    if rank != n + 1:
+        return f"unsupported: {op.type} of a {rank}-D ncnn blob (expects (C, {'H, W' if n == 2 else 'L'}))"
+    d = op.params.get("dilation")
+    if d is not None and any(v != 1 for v in d):
+        return f"unsupported: max pooling with dilation {list(d)} (ncnn Pooling has no dilation)"
+    return None
+
+
+def _names(n: int):
+    """ncnn param names of the axes, outermost first (2-D: h then w)."""
+    return [("kernel_h", "stride_h", "pad_top", "pad_bottom"), ("kernel_w", "stride_w", "pad_left", "pad_right")][-n:]
+
+
+@ncnn_rule("F.max_pool2d", "F.max_pool1d", "F.avg_pool2d", "F.avg_pool1d", validator=_check_pool)
+def pool_ncnn(ctx, op):
+    x = op.inputs[0]
+    n = 2 if op.type.endswith("2d") else 1
+    layer = "Pooling" if n == 2 else "Pooling1D"
+    is_avg = "avg" in op.type
+    src = ncnn_shape(x)
+    p = op.params
+    axes = [_axis(size, k, s, pad, p["ceil_mode"])
+            for size, k, s, pad in zip(src[-n:], p["kernel_size"], p["stride"], p["padding"])]
+    params = {"pooling_type": int(PoolingType.AVG if is_avg else PoolingType.MAX)}
+    include_pad = is_avg and (p.get("count_include_pad") or p.get("divisor_override"))
+    if any(a is None for a in axes):  # dynamic spatial size: ncnn's own ceil/floor rule
+        if p["ceil_mode"]:
+            ctx.warn("ceil_mode pooling on a dynamic size: ncnn may add a last window PyTorch drops")
+        for names, k, s, pad in zip(_names(n), p["kernel_size"], p["stride"], p["padding"]):
+            params.update({names[0]: k, names[1]: s, names[2]: pad, names[3]: pad})
+        params["pad_mode"] = int(PoolPadMode.FULL if p["ceil_mode"] else PoolPadMode.VALID)
+        params["avgpool_count_include_pad"] = int(bool(include_pad))
+        return _divide(ctx, op, ctx.layer(layer, [x], **params))
+    if p.get("divisor_override") and any(a.beyond for a in axes):
+        ctx.unsupported("divisor_override with ceil_mode windows past the padded input")
+    if include_pad and any(a.beyond for a in axes):
+        # count padding but not the ceil-mode overhang: pad explicitly, then exclude the rest
+        x = _zero_pad(ctx, x, axes, src)
+        axes = [_Axis(a.kernel, a.stride, 0, a.pad_end - a.pad, 0) for a in axes]
+        include_pad = False
+    for names, a in zip(_names(n), axes):
+        params.update({names[0]: a.kernel, names[1]: a.stride, names[2]: a.pad, names[3]: a.pad_end})
+    params["pad_mode"] = int(PoolPadMode.VALID)
+    if is_avg:
+        params["avgpool_count_include_pad"] = int(bool(include_pad))
+    if not p.get("divisor_override"):
+        return ctx.layer(layer, [x], **params)
+    return _divide(ctx, op, ctx.layer(layer, [x], **params))
+
+
+def _divide(ctx, op, y):
+    """Apply ``divisor_override``: ncnn averaged over the whole window; rescale to the divisor."""
+    div = op.params.get("divisor_override")
+    if not div:
+        return y
+    area = 1
+    for k in op.params["kernel_size"]:
+        area *= k
+    intermediate(y, ncnn_shape(op.outputs[0]))
+    return ctx.layer("BinaryOp", [y], op_type=int(BinaryOpType.MUL), with_scalar=1, b=float(area) / float(div))
+
+
+def _zero_pad(ctx, x, axes: list[_Axis], src: list):
+    sides = {}
+    padded = list(src)
+    if len(axes) == 2:
+        sides.update(top=axes[0].pad, bottom=axes[0].pad, left=axes[1].pad, right=axes[1].pad)
+    else:
+        sides.update(left=axes[0].pad, right=axes[0].pad)
+    for i, a in enumerate(axes):
+        padded[len(src) - len(axes) + i] += 2 * a.pad
+    y = ctx.layer("Padding", [x], type=int(PaddingType.CONSTANT), value=0.0, **sides)
+    return intermediate(y, padded)
+
+
+def _check_adaptive(op, ctx):
+    n = 2 if op.type.endswith("2d") else 1
+    rank = len(ncnn_shape(op.inputs[0]) or [])
+    if rank != n + 1:
+        return f"unsupported: {op.type} of a {rank}-D ncnn blob (expects (C, {'H, W' if n == 2 else 'L'}))"
+    return None
+
+
+@ncnn_rule("F.adaptive_avg_pool2d", "F.adaptive_max_pool2d", "F.adaptive_avg_pool1d", "F.adaptive_max_pool1d",
+           validator=_check_adaptive)
+def adaptive_pool_ncnn(ctx, op):
+    n = 2 if op.type.endswith("2d") else 1
+    size = [(-233 if s is None else s) for s in op.params["output_size"]]
+    kind = PoolingType.AVG if "avg" in op.type else PoolingType.MAX
+    params = {"pooling_type": int(kind), "adaptive_pooling": 1, "out_w": size[-1]}
+    if n == 2:
+        params["out_h"] = size[0]
+    return ctx.layer("Pooling" if n == 2 else "Pooling1D", [op.inputs[0]], **params)

@@ -64,7 +64,9 @@ def run(param: Path, bin_: Path, inputs: dict[str, np.ndarray], outputs: Sequenc
     assert rp == 0 and rb == 0, f"ncnn refused the model (load_param {rp}, load_model {rb})"
     ex = net.create_extractor()
     for k, arr in inputs.items():
-        ex.input(k, ncnn.Mat(np.ascontiguousarray(arr, dtype=np.float32)))
+        # clone: an in-place layer (ReLU, Sigmoid...) reading an input Mat that wraps numpy
+        # memory crashes the runtime when packing is off and lightmode on
+        ex.input(k, ncnn.Mat(np.ascontiguousarray(arr, dtype=np.float32)).clone())
     result = []
     for k in outputs:
         ret, mat = ex.extract(k)

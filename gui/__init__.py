@@ -1,0 +1,14 @@
+"""pt2ncnn Studio — the desktop workbench (PySide6 + pyqtgraph).
+
+The package talks to the engine only through its public API. Layout:
+
+* :mod:`gui.app` — ``main()``: command line, QApplication, exception hook, ``--screenshot``;
+* :mod:`gui.main_window` — the window: actions, menus, docks, and the wiring between them;
+* :mod:`gui.workers` — every thread the GUI starts (load, convert, layout, export, statistics);
+* :mod:`gui.document` — what is open: the package, its program, the ATen graph, the conversion;
+* :mod:`gui.graph` — the graph views (display model, layered layout, scene, items, view);
+* :mod:`gui.panels` — the docks (inspector, tensors, weights, signature, passes, problems, search).
+"""
+from . import compat as _compat
+
+_compat.apply()

@@ -1,0 +1,341 @@
+"""Graphics items of a graph view: nodes, edges, and the overview drawn when zoomed out.
+
+* :class:`NodeItem` paints one operator with level of detail: a flat box when small on screen,
+  the op type when medium, op type and output shape when readable. Inputs and outputs are pills,
+  parameters small dashed boxes, problems red; selection, provenance links, search hits and
+  diff marks are outlines and badges. Text is kept as ``QStaticText`` per item.
+* :class:`EdgeItem` is a ``QGraphicsPathItem`` (painted by Qt in C++) with an arrow head child.
+* :class:`OverviewItem` draws the whole graph as a handful of paths (one per colour), used
+  instead of the individual items below a zoom threshold so a frame costs one Python call
+  however large the graph is.
+
+Sizes come from :func:`measure`, which the scene calls before the layout runs.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
+
+from PySide6.QtCore import QPointF, QRectF, Qt
+from PySide6.QtGui import (QBrush, QColor, QFontMetricsF, QPainter, QPainterPath, QPainterPathStroker, QPen,
+                           QPolygonF, QStaticText)
+from PySide6.QtWidgets import QGraphicsItem, QGraphicsPathItem, QGraphicsPolygonItem, QStyleOptionGraphicsItem
+
+from .model import INPUT, OUTPUT, PARAM, DisplayEdge, DisplayNode, elide
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..theme import GraphTheme
+
+#: Zoom below which the overview replaces individual items.
+OVERVIEW_BELOW = 0.28
+#: Zoom below which node text is not drawn (only the box).
+TEXT_BELOW = 0.45
+
+LABEL_CHARS = 34
+PARAM_CHARS = 30
+PAD_X = 10.0
+OP_H = 38.0
+OP_H_ONE_LINE = 26.0
+PARAM_H = 30.0
+IO_H = 34.0
+MIN_W = 64.0
+
+
+def measure(nodes: Sequence[DisplayNode], theme: "GraphTheme") -> list[tuple[float, float]]:
+    """Width and height of every node as it will be drawn."""
+    fm_b = QFontMetricsF(theme.bold)
+    fm_s = QFontMetricsF(theme.small)
+    cache: dict[tuple[int, str], float] = {}
+
+    def width(fm: QFontMetricsF, key: int, text: str) -> float:
+        w = cache.get((key, text))
+        if w is None:
+            w = fm.horizontalAdvance(text)
+            cache[(key, text)] = w
+        return w
+
+    sizes = []
+    for n in nodes:
+        if n.kind == PARAM:
+            w = max(width(fm_s, 1, elide(n.label, PARAM_CHARS)), width(fm_s, 1, n.detail)) + 2 * 7
+            sizes.append((max(48.0, w), PARAM_H))
+        elif n.kind in (INPUT, OUTPUT):
+            w = max(width(fm_b, 0, n.label), width(fm_s, 1, n.detail)) + 2 * 18
+            sizes.append((max(MIN_W, w), IO_H))
+        else:
+            w = max(width(fm_b, 0, elide(n.label, LABEL_CHARS)), width(fm_s, 1, n.detail)) + 2 * PAD_X
+            if n.problem:
+                w += 14
+            sizes.append((max(MIN_W, w), OP_H if n.detail else OP_H_ONE_LINE))
+    return sizes
+
+
+class NodeItem(QGraphicsItem):
+    """One operator. ``index`` is its position in the scene's display graph."""
+
+    def __init__(self, index: int, node: DisplayNode, size: tuple[float, float], theme: "GraphTheme"):
+        super().__init__()
+        self.index = index
+        self.node = node
+        self.w, self.h = size
+        self.theme = theme
+        self.selected = False  #: selected in this view (the scene keeps the set; not Qt's selection)
+        self.linked = False  #: highlighted as a provenance counterpart of the other view's selection
+        self.hit = False  #: a search hit
+        self.mark = ""  #: diff mark: "added" | "changed" | "removed" | ""
+        self._texts: tuple[QStaticText, QStaticText] | None = None
+        self._rect = QRectF(-self.w / 2, -self.h / 2, self.w, self.h)
+        self._bounds = self._rect.adjusted(-4, -4, 4, 4)
+        self.setAcceptHoverEvents(False)
+        self.setZValue(2)
+        if node.ghost:
+            self.setOpacity(0.5)
+
+    # ---------------------------------------------------------------- geometry
+    def boundingRect(self) -> QRectF:
+        return self._bounds
+
+    def shape(self) -> QPainterPath:
+        p = QPainterPath()
+        p.addRect(self._rect)
+        return p
+
+    @property
+    def rect(self) -> QRectF:
+        return self._rect
+
+    # ---------------------------------------------------------------- state
+    def set_state(self, *, selected: bool | None = None, linked: bool | None = None, hit: bool | None = None,
+                  mark: str | None = None) -> None:
+        changed = False
+        if selected is not None and selected != self.selected:
+            self.selected, changed = selected, True
+        if linked is not None and linked != self.linked:
+            self.linked, changed = linked, True
+        if hit is not None and hit != self.hit:
+            self.hit, changed = hit, True
+        if mark is not None and mark != self.mark:
+            self.mark, changed = mark, True
+        if changed:
+            self.update()
+
+    def set_theme(self, theme: "GraphTheme") -> None:
+        self.theme = theme
+        self._texts = None
+        self.update()
+
+    # ---------------------------------------------------------------- painting
+    def _static_texts(self) -> tuple[QStaticText, QStaticText]:
+        if self._texts is None:
+            n = self.node
+            limit = PARAM_CHARS if n.kind == PARAM else LABEL_CHARS
+            a = QStaticText(elide(n.label, limit))
+            b = QStaticText(n.detail)
+            for t in (a, b):
+                t.setTextFormat(Qt.TextFormat.PlainText)
+                t.setPerformanceHint(QStaticText.PerformanceHint.AggressiveCaching)
+            a.prepare(font=self.theme.small if n.kind == PARAM else self.theme.bold)
+            b.prepare(font=self.theme.small)
+            self._texts = (a, b)
+        return self._texts
+
+    def _fill(self) -> QColor:
+        t = self.theme
+        if self.node.problem:
+            return t.accent("error_fill")
+        return t.fill(self.node.category)
+
+    def _border(self) -> tuple[QColor, float, Qt.PenStyle]:
+        t, n = self.theme, self.node
+        if self.mark == "removed" or n.ghost:
+            return t.accent("removed"), 1.6, Qt.PenStyle.DashLine
+        if self.mark in ("added", "changed"):
+            return t.accent(self.mark), 2.4, Qt.PenStyle.SolidLine
+        if n.problem:
+            return t.accent("error"), 2.0, Qt.PenStyle.SolidLine
+        if n.kind == INPUT:
+            return t.accent("input_border"), 1.6, Qt.PenStyle.SolidLine
+        if n.kind == OUTPUT:
+            return t.accent("output_border"), 1.6, Qt.PenStyle.SolidLine
+        if n.kind == PARAM:
+            return t.border, 0.8, Qt.PenStyle.DashLine
+        return t.border, 0.9, Qt.PenStyle.SolidLine
+
+    def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem, widget=None) -> None:
+        lod = option.levelOfDetailFromTransform(painter.worldTransform())
+        n, t, r = self.node, self.theme, self._rect
+        radius = r.height() / 2 if n.kind in (INPUT, OUTPUT) else (3.0 if n.kind == PARAM else 6.0)
+        colour, width, style = self._border()
+        pen = QPen(colour, width, style)
+        pen.setCosmetic(lod < 1.0)
+        painter.setPen(pen)
+        painter.setBrush(self._fill())
+        if lod < TEXT_BELOW:
+            painter.drawRect(r)
+        else:
+            painter.setRenderHint(QPainter.RenderHint.Antialiasing, True)
+            painter.drawRoundedRect(r, radius, radius)
+            self._paint_text(painter, lod)
+        self._paint_outline(painter, radius)
+
+    def _paint_text(self, painter: QPainter, lod: float) -> None:
+        n, t, r = self.node, self.theme, self._rect
+        label, detail = self._static_texts()
+        two_lines = bool(n.detail) and lod >= 0.6
+        ls, ds = label.size(), detail.size()
+        gap = 1.0
+        total = ls.height() + (ds.height() + gap if two_lines else 0.0)
+        top = r.center().y() - total / 2
+        offset = -7.0 if (n.problem and n.kind not in (PARAM,)) else 0.0
+        painter.setPen(t.text)
+        painter.drawStaticText(QPointF(r.center().x() - ls.width() / 2 + offset, top), label)
+        if two_lines:
+            painter.setPen(t.muted)
+            painter.drawStaticText(QPointF(r.center().x() - ds.width() / 2 + offset, top + ls.height() + gap), detail)
+        if n.problem and n.kind != PARAM:
+            self._paint_badge(painter, QPointF(r.right() - 10, r.center().y()), t.accent("error"), "!")
+        elif self.mark == "added":
+            self._paint_badge(painter, QPointF(r.right() - 1, r.top() + 1), t.accent("added"), "+")
+        elif self.mark == "changed":
+            self._paint_badge(painter, QPointF(r.right() - 1, r.top() + 1), t.accent("changed"), "~")
+
+    def _paint_badge(self, painter: QPainter, centre: QPointF, colour: QColor, glyph: str) -> None:
+        painter.setPen(Qt.PenStyle.NoPen)
+        painter.setBrush(colour)
+        painter.drawEllipse(centre, 6.5, 6.5)
+        painter.setPen(QColor("white"))
+        f = self.theme.bold
+        painter.setFont(f)
+        painter.drawText(QRectF(centre.x() - 6.5, centre.y() - 7, 13, 13), Qt.AlignmentFlag.AlignCenter, glyph)
+
+    def _paint_outline(self, painter: QPainter, radius: float) -> None:
+        t = self.theme
+        colour = None
+        if self.selected:
+            colour = t.accent("selected")
+        elif self.linked:
+            colour = t.accent("linked")
+        elif self.hit:
+            colour = t.accent("changed")
+        if colour is None:
+            return
+        pen = QPen(colour, 2.6)
+        pen.setCosmetic(True)
+        painter.setPen(pen)
+        painter.setBrush(Qt.BrushStyle.NoBrush)
+        painter.drawRoundedRect(self._rect.adjusted(-2.5, -2.5, 2.5, 2.5), radius + 2, radius + 2)
+
+
+ARROW = 5.5
+
+
+class EdgeItem(QGraphicsPathItem):
+    """One operand use, routed along the layout's points; its tooltip names the operand."""
+
+    def __init__(self, index: int, edge: DisplayEdge, points: Sequence[tuple[float, float]], theme: "GraphTheme"):
+        super().__init__()
+        self.index = index
+        self.edge = edge
+        self.setPath(_smooth_path(points))
+        self.setZValue(1)
+        self.setBrush(Qt.BrushStyle.NoBrush)
+        self._arrow = QGraphicsPolygonItem(self)
+        self._arrow.setPen(Qt.PenStyle.NoPen)
+        if len(points) >= 2:
+            (x, y) = points[-1]
+            self._arrow.setPolygon(QPolygonF([QPointF(x, y), QPointF(x - ARROW * 0.7, y - ARROW * 1.5),
+                                               QPointF(x + ARROW * 0.7, y - ARROW * 1.5)]))
+        self._hover_shape: QPainterPath | None = None
+        self.emphasis = False
+        self.set_theme(theme)
+
+    def set_theme(self, theme: "GraphTheme") -> None:
+        self.theme = theme
+        self._apply_pen()
+
+    def set_emphasis(self, on: bool) -> None:
+        if on != self.emphasis:
+            self.emphasis = on
+            self._apply_pen()
+            self.setZValue(1.5 if on else 1)
+
+    def _apply_pen(self) -> None:
+        t = self.theme
+        if self.emphasis:
+            colour, width = t.accent("selected"), 2.0
+        elif self.edge.from_param:
+            colour, width = t.edge_param, 1.0
+        else:
+            colour, width = t.edge, 1.3
+        pen = QPen(colour, width)
+        pen.setCosmetic(True)
+        if self.edge.from_param and not self.emphasis:
+            pen.setStyle(Qt.PenStyle.DashLine)
+        self.setPen(pen)
+        self._arrow.setBrush(QBrush(colour))
+
+    def hover_shape(self) -> QPainterPath:
+        """A wide stroke of the path, for tooltips."""
+        if self._hover_shape is None:
+            s = QPainterPathStroker()
+            s.setWidth(8)
+            self._hover_shape = s.createStroke(self.path())
+        return self._hover_shape
+
+
+def _smooth_path(points: Sequence[tuple[float, float]]) -> QPainterPath:
+    """Vertical-tangent cubic segments through the route points (straight where vertical)."""
+    path = QPainterPath()
+    if not points:
+        return path
+    x0, y0 = points[0]
+    path.moveTo(x0, y0)
+    for x1, y1 in points[1:]:
+        if abs(x1 - x0) < 0.5:
+            path.lineTo(x1, y1)
+        else:
+            dy = (y1 - y0) * 0.5
+            path.cubicTo(x0, y0 + dy, x1, y1 - dy, x1, y1)
+        x0, y0 = x1, y1
+    return path
+
+
+class OverviewItem(QGraphicsItem):
+    """The whole graph as a few paths, drawn instead of the items when zoomed far out."""
+
+    def __init__(self, bounds: QRectF):
+        super().__init__()
+        self._bounds = bounds.adjusted(-10, -10, 10, 10)
+        self.edges = QPainterPath()
+        self.fills: list[tuple[QColor, QPainterPath]] = []
+        self.overlays: list[tuple[QColor, QPainterPath]] = []
+        self.edge_colour = QColor("gray")
+        self.setZValue(0)
+
+    def boundingRect(self) -> QRectF:
+        return self._bounds
+
+    def set_content(self, edges: QPainterPath, fills: list[tuple[QColor, QPainterPath]], edge_colour: QColor) -> None:
+        self.prepareGeometryChange()
+        self.edges, self.fills, self.edge_colour = edges, fills, edge_colour
+        self.update()
+
+    def set_overlays(self, overlays: list[tuple[QColor, QPainterPath]]) -> None:
+        self.overlays = overlays
+        self.update()
+
+    def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem, widget=None) -> None:
+        pen = QPen(self.edge_colour, 1.0)
+        pen.setCosmetic(True)
+        painter.setPen(pen)
+        painter.setBrush(Qt.BrushStyle.NoBrush)
+        painter.drawPath(self.edges)
+        painter.setPen(Qt.PenStyle.NoPen)
+        for colour, path in self.fills:
+            painter.setBrush(colour)
+            painter.drawPath(path)
+        for colour, path in self.overlays:
+            pen = QPen(colour, 3.0)
+            pen.setCosmetic(True)
+            painter.setPen(pen)
+            painter.setBrush(colour)
+            painter.drawPath(path)

@@ -1,0 +1,258 @@
+"""Every thread the GUI starts: :class:`TaskRunner` runs functions on a ``QThreadPool``.
+
+A task is a plain function ``fn(ctx, *args)`` run in a worker thread; ``ctx`` is a
+:class:`TaskContext` with ``progress(done, total, message)`` and ``cancelled``/``check()``.
+The :class:`Task` handle lives in the GUI thread: its signals (``progressed``, ``succeeded``,
+``failed``, ``cancelled``, ``finished``) are always delivered there, so callers never touch
+widgets from a worker. Failures of every task also go to one place, the runner's ``error``
+signal (the window connects it to :class:`gui.errors.ErrorReporter`).
+
+Cancellation is cooperative: :meth:`Task.cancel` sets a flag the function polls (the engine's
+``cancel=`` callbacks and the layout's ``cancel`` take ``ctx.cancelled``); a cancelled task's
+result is discarded. Starting a task with a ``group`` cancels the previous task of that group
+(a new file replaces a load still running, a new layout replaces a stale one).
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import traceback
+from typing import Any, Callable
+
+from PySide6.QtCore import QCoreApplication, QEventLoop, QObject, QRunnable, QThreadPool, QTimer, Signal, Slot
+
+log = logging.getLogger(__name__)
+
+
+class Cancelled(Exception):
+    """Raised inside a task by :meth:`TaskContext.check` once the task was cancelled."""
+
+
+def _is_cancellation(exc: BaseException) -> bool:
+    if isinstance(exc, Cancelled):
+        return True
+    # the engine's pass manager and the layout raise their own "cancelled" exceptions
+    return type(exc).__name__ in ("Cancelled", "LayoutCancelled")
+
+
+class TaskContext:
+    """What a task function gets: progress reporting and the cancel flag."""
+
+    #: shortest interval between two progress signals (the last one always goes out)
+    PROGRESS_INTERVAL = 0.03
+
+    def __init__(self, task: "Task"):
+        self._task = task
+        self._event = task._cancel_event
+        self._last = 0.0
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set()
+
+    def __call__(self) -> bool:  # usable directly as an engine ``cancel=`` callback
+        return self._event.is_set()
+
+    def check(self) -> None:
+        if self._event.is_set():
+            raise Cancelled(self._task.name)
+
+    def progress(self, done: int, total: int, message: str = "") -> None:
+        now = time.monotonic()
+        if done < total and now - self._last < self.PROGRESS_INTERVAL:
+            return
+        self._last = now
+        self._task._progress_from_worker.emit(int(done), int(total), str(message))
+
+
+class Task(QObject):
+    """Handle of one task, living in the GUI thread."""
+
+    progressed = Signal(int, int, str)
+    succeeded = Signal(object)
+    failed = Signal(object)  #: the exception (its ``__traceback__`` is kept)
+    cancelled = Signal()
+    finished = Signal()  #: after any of the three above
+
+    # emitted from the worker thread, delivered (queued) to this object's slots
+    _progress_from_worker = Signal(int, int, str)
+    _done_from_worker = Signal(str, object)
+
+    def __init__(self, name: str, fn: Callable[..., Any], args: tuple, kwargs: dict, group: str | None = None):
+        super().__init__()
+        self.name = name
+        self.group = group
+        self.fn = fn
+        self.args = args
+        self.kwargs = kwargs
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.state = "pending"  #: pending | running | done | failed | cancelled
+        self.progress = (0, 0, "")
+        self.started_at = 0.0
+        self.seconds = 0.0
+        self._cancel_event = threading.Event()
+        self._progress_from_worker.connect(self._on_progress)
+        self._done_from_worker.connect(self._on_done)
+
+    @property
+    def is_done(self) -> bool:
+        return self.state in ("done", "failed", "cancelled")
+
+    def cancel(self) -> None:
+        """Ask the task to stop; its result, if it still comes, is discarded."""
+        if not self.is_done:
+            self._cancel_event.set()
+
+    @property
+    def cancel_requested(self) -> bool:
+        return self._cancel_event.is_set()
+
+    # ---------------------------------------------------------------- worker side
+    def _run(self) -> None:
+        ctx = TaskContext(self)
+        self.started_at = time.perf_counter()
+        try:
+            if self._cancel_event.is_set():
+                raise Cancelled(self.name)
+            result = self.fn(ctx, *self.args, **self.kwargs)
+        except BaseException as e:  # noqa: BLE001 — everything goes back to the GUI thread
+            if _is_cancellation(e) or self._cancel_event.is_set():
+                self._done_from_worker.emit("cancelled", None)
+            else:
+                e.__dict__.setdefault("_formatted_traceback", "".join(traceback.format_exception(e)))
+                self._done_from_worker.emit("failed", e)
+            return
+        self._done_from_worker.emit("cancelled" if self._cancel_event.is_set() else "done", result)
+
+    # ---------------------------------------------------------------- GUI side
+    @Slot(int, int, str)
+    def _on_progress(self, done: int, total: int, message: str) -> None:
+        if self.is_done:
+            return
+        self.progress = (done, total, message)
+        self.progressed.emit(done, total, message)
+
+    @Slot(str, object)
+    def _on_done(self, state: str, payload: object) -> None:
+        self.seconds = time.perf_counter() - self.started_at
+        self.state = state
+        if state == "done":
+            self.result = payload
+            self.succeeded.emit(payload)
+        elif state == "failed":
+            assert isinstance(payload, BaseException)
+            self.error = payload
+            self.failed.emit(payload)
+        else:
+            self.cancelled.emit()
+        self.finished.emit()
+        # drop references to the (possibly large) inputs
+        self.fn, self.args, self.kwargs = None, (), {}  # type: ignore[assignment]
+
+
+class _Runnable(QRunnable):
+    def __init__(self, task: Task):
+        super().__init__()
+        self.task = task
+        self.setAutoDelete(True)
+
+    def run(self) -> None:
+        self.task._run()
+
+
+class TaskRunner(QObject):
+    """Starts tasks on a thread pool and keeps track of them (one per window)."""
+
+    taskStarted = Signal(object)
+    taskFinished = Signal(object)
+    busyChanged = Signal(bool)
+    #: every failure of every task: (task name, exception)
+    error = Signal(str, object)
+
+    def __init__(self, parent: QObject | None = None, max_threads: int | None = None):
+        super().__init__(parent)
+        self.pool = QThreadPool(self)
+        if max_threads:
+            self.pool.setMaxThreadCount(max_threads)
+        self._active: list[Task] = []
+        self._groups: dict[str, Task] = {}
+
+    def submit(self, name: str, fn: Callable[..., Any], *args: Any, group: str | None = None,
+               on_result: Callable[[Any], None] | None = None,
+               on_progress: Callable[[int, int, str], None] | None = None,
+               on_error: Callable[[BaseException], None] | None = None,
+               on_finished: Callable[[], None] | None = None,
+               report_errors: bool = True, **kwargs: Any) -> Task:
+        """Run ``fn(ctx, *args, **kwargs)`` in a worker. Callbacks run in the GUI thread.
+        With ``report_errors`` a failure also goes to :attr:`error`."""
+        if group is not None:
+            old = self._groups.get(group)
+            if old is not None and not old.is_done:
+                old.cancel()
+        task = Task(name, fn, args, kwargs, group)
+        if on_result is not None:
+            task.succeeded.connect(on_result)
+        if on_progress is not None:
+            task.progressed.connect(on_progress)
+        if on_error is not None:
+            task.failed.connect(on_error)
+        if report_errors:
+            task.failed.connect(lambda e, n=name: self.error.emit(n, e))
+        if on_finished is not None:
+            task.finished.connect(on_finished)
+        task.finished.connect(lambda t=task: self._finished(t))
+        was_busy = bool(self._active)
+        self._active.append(task)
+        if group is not None:
+            self._groups[group] = task
+        task.state = "running"
+        self.taskStarted.emit(task)
+        if not was_busy:
+            self.busyChanged.emit(True)
+        log.debug("task %s started", name)
+        self.pool.start(_Runnable(task))
+        return task
+
+    def _finished(self, task: Task) -> None:
+        if task in self._active:
+            self._active.remove(task)
+        if task.group is not None and self._groups.get(task.group) is task:
+            del self._groups[task.group]
+        log.debug("task %s %s in %.3fs", task.name, task.state, task.seconds)
+        self.taskFinished.emit(task)
+        if not self._active:
+            self.busyChanged.emit(False)
+
+    @property
+    def active(self) -> list[Task]:
+        return list(self._active)
+
+    @property
+    def busy(self) -> bool:
+        return bool(self._active)
+
+    def cancel_all(self) -> None:
+        for t in list(self._active):
+            t.cancel()
+
+    def wait_idle(self, timeout_ms: int = 60_000) -> bool:
+        """Turn the event loop until no task is running (or the timeout). True when idle."""
+        if not self._active:
+            return True
+        loop = QEventLoop()
+        self.busyChanged.connect(lambda busy: loop.quit() if not busy else None)
+        timer = QTimer()
+        timer.setSingleShot(True)
+        timer.timeout.connect(loop.quit)
+        timer.start(timeout_ms)
+        while self._active and timer.isActive():
+            loop.exec()
+        QCoreApplication.processEvents()
+        return not self._active
+
+    def shutdown(self, timeout_ms: int = 5000) -> None:
+        """Cancel everything and wait for the threads (on window close)."""
+        self.cancel_all()
+        self.pool.waitForDone(timeout_ms)

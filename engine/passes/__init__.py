@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from . import (
     eliminate_dead_code,
+    eliminate_noop_reshape,
     fuse_conv_batchnorm,
     fuse_convolution_activation,
     fuse_linear_batchnorm,
@@ -34,6 +35,7 @@ PIPELINE = [
     infer_batch_axis.run,
     lower_pnnx_to_ncnn.run,
     eliminate_dead_code.run,
+    eliminate_noop_reshape.run,
     fuse_padding_convolution.run,
     fuse_convolution_activation.run,
     insert_split.run,

@@ -150,7 +150,7 @@ class _Builder:
     def build(self) -> Graph:
         g = self.g
         sig = self.ep.signature
-        g.meta.update(name=getattr(self.ep, "name", None), dialect=self.ep.dialect,
+        g.meta.update(name=self.ep.name, dialect=self.ep.dialect,
                       symbols={n: {"min": s.min, "max": s.max, "hint": s.hint} for n, s in sig.symbols.items()},
                       constant_inputs={}, mutations=self.mutations, ignored_outputs=[])
         for info in sig.inputs:
@@ -248,7 +248,7 @@ class _Builder:
                 return to_float32(ep.tensor(fqn), stype)
 
             return Attribute(loader=load, shape=shape, dtype="f32")
-        return Attribute(loader=lambda: ep.tensor(fqn), shape=shape, dtype=dtype or "f32")
+        return Attribute(loader=lambda: ep.tensor(fqn), shape=shape, dtype=dtype or "unknown")
 
     # ------------------------------------------------------------------ graph outputs
     def _graph_output(self, op_name: str, info: Any) -> None:
@@ -277,8 +277,9 @@ class _Builder:
                 arg = by_name.get(sarg.name)
                 if arg is not None:
                     call.add(sarg.name, arg.value)
-                elif sarg.has_default:
-                    call.params[sarg.name] = sarg.default
+                elif sarg.has_default:  # a copy: converters may edit params in place
+                    default = sarg.default
+                    call.params[sarg.name] = list(default) if isinstance(default, list) else default
                     call.defaulted.append(sarg.name)
             given = [(n, a) for n, a in given if schema.argument(n) is None]
         for name, arg in given:
@@ -306,7 +307,7 @@ class _Builder:
     def _outputs(self, node: Any) -> tuple[list[Operand], list[int]]:
         outputs: list[Operand] = []
         per_return: list[int] = []
-        for i, arg in enumerate(node.outputs):
+        for arg in node.outputs:
             value = arg.value
             items = value if isinstance(value, list) else [value]
             for item in items:

@@ -356,3 +356,15 @@ def test_a_use_before_definition_is_a_typed_error(export):
             build_graph(ep)
     finally:
         nodes.append(nodes.pop(0))
+
+
+def test_filled_defaults_are_private_copies(net):
+    _, _, ep, _, _ = net
+    filled = [(op, k) for op in build_graph(ep).ops for k in op.meta.get("defaulted", ())
+              if isinstance(op.params[k], list)]
+    assert filled, "expected an operator with a defaulted list argument"
+    op, key = filled[0]
+    op.params[key].append(99)  # a converter editing params in place ...
+    from engine.build import schemas
+
+    assert 99 not in schemas.get(op.type).argument(key).default  # ... leaves the table alone

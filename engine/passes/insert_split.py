@@ -1,6 +1,8 @@
 """Insert ncnn ``Split`` layers: a blob consumed by more than one layer (or twice by one)
-gets a Split with one output per use, as the ncnn runtime requires. Output markers do not
-count as uses (any blob can be extracted)."""
+gets a Split with one output per use, as the ncnn runtime requires. An output marker counts as
+a use only when the blob also feeds a layer (as in pnnx): otherwise an in-place consumer
+(ReLU...) would overwrite the returned blob, or release it in light mode, before it is
+extracted."""
 from __future__ import annotations
 
 from .manager import graph_pass
@@ -9,9 +11,10 @@ from .manager import graph_pass
 @graph_pass("insert_split", "give every blob used more than once a Split layer with one output per use")
 def run(graph, cx):
     for opd in list(graph.operands.values()):
-        uses = [(c, i) for c in opd.consumers if c.type != "Output"
-                for i, x in enumerate(c.inputs) if x is opd]
+        uses = [(c, i) for c in opd.consumers for i, x in enumerate(c.inputs) if x is opd]
         uses = list(dict.fromkeys(uses))
+        if all(c.type == "Output" for c, _ in uses):
+            continue
         if len(uses) < 2 or opd.producer is None:
             continue
         prod = opd.producer

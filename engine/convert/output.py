@@ -1,0 +1,34 @@
+"""Writing a conversion's files: the ncnn model and, optionally, the pnnx model.
+
+Each model (param + bin) is written atomically by :mod:`engine.writers` (temp files in the
+target folder, renamed only when complete; nothing partial left behind on failure). The ncnn
+model is validated and written first; the pnnx model follows.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import WriteError
+from ..ir import Graph
+
+
+def _pair(a, b, what: str) -> bool:
+    if (a is None) != (b is None):
+        raise WriteError(str(a or b), f"{what}: give both the .param and the .bin path")
+    return a is not None
+
+
+def write_files(*, ncnn_graph: Graph, pnnx_graph: Graph | None, ncnn_param=None, ncnn_bin=None,
+                pnnx_param=None, pnnx_bin=None, fp16: bool = True) -> list[Path]:
+    from ..writers import write_ncnn, write_pnnx
+
+    written: list[Path] = []
+    if _pair(ncnn_param, ncnn_bin, "ncnn model"):
+        write_ncnn(ncnn_graph, ncnn_param, ncnn_bin, fp16=fp16)
+        written += [Path(ncnn_param), Path(ncnn_bin)]
+    if _pair(pnnx_param, pnnx_bin, "pnnx model"):
+        if pnnx_graph is None:
+            raise WriteError(str(pnnx_param), "this conversion kept no pnnx-level graph")
+        write_pnnx(pnnx_graph, pnnx_param, pnnx_bin)
+        written += [Path(pnnx_param), Path(pnnx_bin)]
+    return written

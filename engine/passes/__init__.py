@@ -8,6 +8,7 @@ from __future__ import annotations
 from . import (
     eliminate_dead_code,
     eliminate_noop_reshape,
+    fold_constants,
     fuse_conv_batchnorm,
     fuse_convolution_activation,
     fuse_linear_batchnorm,
@@ -18,6 +19,7 @@ from . import (
     lower_pnnx_to_ncnn,
     name_blobs,
     normalize_inplace,
+    recompose_activations,
     record_pnnx_graph,
     remove_noops,
 )
@@ -27,6 +29,8 @@ from .manager import Cancelled, PassContext, PassError, PassManager, PassRecord,
 PIPELINE = [
     normalize_inplace.run,
     remove_noops.run,
+    fold_constants.run,
+    recompose_activations.run,
     lower_aten_to_pnnx.run,
     eliminate_dead_code.run,
     fuse_conv_batchnorm.run,

@@ -1,0 +1,407 @@
+"""Constant folding on the ATen graph (before lowering).
+
+An ATen operator is folded when this module knows how to compute it and every value it reads
+is constant: a ``pnnx.Attribute`` (parameter, buffer, lifted constant or earlier fold) or an
+operand with ``meta["const"]`` (a Python number). Shape values fold too: ``aten.sym_size.int`` /
+``aten.sym_numel.default`` of a static dim (or of a symbol bound by ``--inputshape``,
+``graph.meta["symbol_values"]``), and Python-operator arithmetic on them (``_operator.mul``,
+``floordiv``...), so the shape arithmetic of dynamic models disappears where it can.
+
+A folded operator is replaced by a ``pnnx.Attribute`` of the same name producing the same
+operand (so uses and names do not change) with ``meta["folded_from"]`` = the op type. Scalar
+results (SymInt/SymFloat/SymBool and Python-operator values) also get ``meta["const"]`` on the
+operand. Tensor results are computed lazily (the attribute's loader) when their shape is
+static, so folding a transposed weight reads nothing until the weight is written.
+
+Not folded: ops outside the table, ops producing several outputs, random/uninitialised
+creation ops, and results more than 16× (and 64 Ki elements) larger than their largest
+constant input, which ncnn is better off broadcasting at run time.
+"""
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any, Callable
+
+import numpy as np
+
+from ..ir import Attribute, Graph, Operand, Operator
+from ..ir.vocab import is_aten
+from .manager import graph_pass
+
+log = logging.getLogger(__name__)
+
+#: largest growth (output elements / largest constant input's) a fold may cause ...
+MAX_GROWTH = 16
+#: ... unless the result is at most this many elements
+SMALL_RESULT = 1 << 16
+
+NUMPY_DTYPES = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "i64": np.int64, "i32": np.int32,
+                "i16": np.int16, "i8": np.int8, "u8": np.uint8, "bool": np.bool_}
+
+_TMP = "\x00folding"
+
+
+class _NotConstant(Exception):
+    """A value the fold needs is not constant (or not computable here)."""
+
+
+class Args:
+    """The arguments of one operator, by schema name, with constant values substituted."""
+
+    def __init__(self, op: Operator, value_of: Callable[[Operand], Any]):
+        self.op = op
+        self._value_of = value_of
+        # names as they are now (a lazy fold evaluates after later passes renamed operands)
+        self._by_operand_name = {opd.name: opd for opd in op.inputs}
+        self._by_arg_name = dict(zip(op.input_names, op.inputs))
+
+    def _named(self, name: str) -> Operand | None:
+        return self._by_arg_name.get(name)
+
+    def _resolve(self, v: Any) -> Any:
+        if isinstance(v, str) and v.startswith("%"):
+            if v[1:] in self._by_operand_name:
+                return self._value_of(self._by_operand_name[v[1:]])
+            raise _NotConstant(v)
+        if isinstance(v, (list, tuple)):
+            return [self._resolve(x) for x in v]
+        return v
+
+    def __getitem__(self, name: str) -> Any:
+        opd = self._named(name)
+        if opd is not None and name not in self.op.params:
+            return self._value_of(opd)
+        if name in self.op.params:
+            return self._resolve(self.op.params[name])
+        listed = [o for n, o in self._by_arg_name.items() if n.startswith(name + ".")]
+        if listed:
+            return [self._value_of(o) for o in listed]
+        raise _NotConstant(name)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        try:
+            v = self[name]
+        except _NotConstant:
+            return default
+        return default if v is None else v
+
+    def array(self, name: str) -> np.ndarray:
+        return np.asarray(self[name])
+
+
+# ----------------------------------------------------------------------------- the table
+def _binary(fn: Callable, alpha: bool = False, swap: bool = False, second: str = "other"):
+    def fold(a: Args):
+        x, y = a.array("self"), a.array(second)
+        if alpha:
+            y = y * a.get("alpha", 1)
+        return fn(y, x) if swap else fn(x, y)
+    return fold
+
+
+def _div_mode(a: Args):
+    q = np.true_divide(a.array("self"), a.array("other"))
+    mode = a.get("rounding_mode")
+    return np.trunc(q) if mode == "trunc" else np.floor(q) if mode == "floor" else q
+
+
+def _unary(fn: Callable):
+    return lambda a: fn(a.array("self"))
+
+
+def _pow(a: Args):
+    base, exp = a.array("self"), a.array("exponent")
+    if np.issubdtype(np.result_type(base, exp), np.integer) and np.any(exp < 0):
+        base = base.astype(np.float64)
+    return np.power(base, exp)
+
+
+def _sym_dim(graph: Graph, d: Any) -> int:
+    if isinstance(d, int):
+        return d
+    bound = graph.meta.get("symbol_values", {})
+    if isinstance(d, str) and d in bound:
+        return int(bound[d])
+    raise _NotConstant(d)
+
+
+def _view(a: Args):
+    return a.array("self").reshape([int(s) for s in a["size" if "size" in a.op.params else "shape"]])
+
+
+def _expand(a: Args):
+    x = a.array("self")
+    size = [int(s) for s in a["size"]]
+    src = [1] * (len(size) - x.ndim) + list(x.shape)
+    return np.broadcast_to(x.reshape(src), [s if s != -1 else d for s, d in zip(size, src)]).copy()
+
+
+def _squeeze(a: Args):
+    x = a.array("self")
+    dims = a.get("dim", None)
+    if dims is None:
+        return np.squeeze(x)
+    dims = [dims] if isinstance(dims, int) else list(dims)
+    return np.squeeze(x, axis=tuple(d % max(x.ndim, 1) for d in dims if x.ndim and x.shape[d] == 1))
+
+
+def _flatten(a: Args):
+    x = a.array("self")
+    if x.ndim == 0:
+        return x.reshape(1)
+    s, e = a.get("start_dim", 0) % x.ndim, a.get("end_dim", -1) % x.ndim
+    return x.reshape(list(x.shape[:s]) + [-1] + list(x.shape[e + 1:]))
+
+
+def _slice(a: Args):
+    x = a.array("self")
+    dim = a.get("dim", 0) % x.ndim
+    index = [slice(None)] * x.ndim
+    index[dim] = slice(a.get("start"), a.get("end"), a.get("step", 1))
+    return x[tuple(index)]
+
+
+def _select(a: Args):
+    return np.take(a.array("self"), a["index"], axis=a["dim"])
+
+
+def _full(a: Args):
+    return np.full([int(s) for s in a["size"]], a["fill_value"])
+
+
+def _arange(a: Args):
+    return np.arange(a.get("start", 0), a["end"], a.get("step", 1))
+
+
+def _clamp(a: Args):
+    x = a.array("self")
+    lo, hi = a.get("min"), a.get("max")
+    if lo is not None:
+        x = np.maximum(x, lo)
+    if hi is not None:
+        x = np.minimum(x, hi)
+    return x
+
+
+_ERF = np.vectorize(math.erf, otypes=[np.float64])
+
+FOLDERS: dict[str, Callable[[Args], Any]] = {
+    "aten.add.Tensor": _binary(np.add, alpha=True), "aten.add.Scalar": _binary(np.add, alpha=True),
+    "aten.sub.Tensor": _binary(np.subtract, alpha=True), "aten.sub.Scalar": _binary(np.subtract, alpha=True),
+    "aten.rsub.Tensor": _binary(np.subtract, alpha=True, swap=True),
+    "aten.rsub.Scalar": _binary(np.subtract, alpha=True, swap=True),
+    "aten.mul.Tensor": _binary(np.multiply), "aten.mul.Scalar": _binary(np.multiply),
+    "aten.div.Tensor": _binary(np.true_divide), "aten.div.Scalar": _binary(np.true_divide),
+    "aten.div.Tensor_mode": _div_mode, "aten.div.Scalar_mode": _div_mode,
+    "aten.maximum.default": _binary(np.maximum), "aten.minimum.default": _binary(np.minimum),
+    "aten.pow.Tensor_Tensor": _pow, "aten.pow.Tensor_Scalar": _pow, "aten.pow.Scalar": _pow,
+    "aten.floor_divide.default": _binary(np.floor_divide), "aten.remainder.Tensor": _binary(np.remainder),
+    "aten.remainder.Scalar": _binary(np.remainder), "aten.fmod.Tensor": _binary(np.fmod),
+    "aten.fmod.Scalar": _binary(np.fmod),
+    "aten.neg.default": _unary(np.negative), "aten.abs.default": _unary(np.abs),
+    "aten.sqrt.default": _unary(np.sqrt), "aten.rsqrt.default": _unary(lambda x: 1.0 / np.sqrt(x)),
+    "aten.exp.default": _unary(np.exp), "aten.log.default": _unary(np.log), "aten.log2.default": _unary(np.log2),
+    "aten.reciprocal.default": _unary(lambda x: 1.0 / x), "aten.square.default": _unary(np.square),
+    "aten.sigmoid.default": _unary(lambda x: 1.0 / (1.0 + np.exp(-x))), "aten.tanh.default": _unary(np.tanh),
+    "aten.relu.default": _unary(lambda x: np.maximum(x, 0)), "aten.floor.default": _unary(np.floor),
+    "aten.ceil.default": _unary(np.ceil), "aten.round.default": _unary(np.round),
+    "aten.trunc.default": _unary(np.trunc), "aten.sign.default": _unary(np.sign),
+    "aten.sin.default": _unary(np.sin), "aten.cos.default": _unary(np.cos), "aten.erf.default": _unary(_ERF),
+    "aten.clamp.default": _clamp, "aten.clamp.Tensor": _clamp,
+    "aten.view.default": _view, "aten._unsafe_view.default": _view, "aten.reshape.default": _view,
+    "aten.view_copy.default": _view,
+    "aten.permute.default": lambda a: np.transpose(a.array("self"), a["dims"]),
+    "aten.transpose.int": lambda a: np.swapaxes(a.array("self"), a["dim0"], a["dim1"]),
+    "aten.t.default": lambda a: a.array("self").T,
+    "aten.unsqueeze.default": lambda a: np.expand_dims(a.array("self"), a["dim"] % (a.array("self").ndim + 1)),
+    "aten.squeeze.dim": _squeeze, "aten.squeeze.dims": _squeeze, "aten.squeeze.default": _squeeze,
+    "aten.flatten.using_ints": _flatten, "aten.expand.default": _expand,
+    "aten.slice.Tensor": _slice, "aten.select.int": _select,
+    "aten.cat.default": lambda a: np.concatenate([np.asarray(t) for t in a["tensors"]], axis=a.get("dim", 0)),
+    "aten.clone.default": _unary(np.array), "aten.contiguous.default": _unary(np.array),
+    "aten.alias.default": _unary(np.array), "aten.detach.default": _unary(np.array),
+    "aten.lift_fresh_copy.default": _unary(np.array), "aten._to_copy.default": _unary(np.array),
+    "aten.to.dtype": _unary(np.array), "aten.to.dtype_layout": _unary(np.array),
+    "aten.full.default": _full, "aten.zeros.default": lambda a: np.zeros([int(s) for s in a["size"]]),
+    "aten.ones.default": lambda a: np.ones([int(s) for s in a["size"]]),
+    "aten.scalar_tensor.default": lambda a: np.asarray(a["s"]),
+    "aten.full_like.default": lambda a: np.full(a.array("self").shape, a["fill_value"]),
+    "aten.zeros_like.default": lambda a: np.zeros(a.array("self").shape),
+    "aten.ones_like.default": lambda a: np.ones(a.array("self").shape),
+    "aten.arange.default": _arange, "aten.arange.start": _arange, "aten.arange.start_step": _arange,
+    # Python-operator arithmetic on SymInt/SymFloat/SymBool values
+    "_operator.add": lambda a: a["a"] + a["b"], "_operator.sub": lambda a: a["a"] - a["b"],
+    "_operator.mul": lambda a: a["a"] * a["b"], "_operator.truediv": lambda a: a["a"] / a["b"],
+    "_operator.floordiv": lambda a: a["a"] // a["b"], "_operator.mod": lambda a: a["a"] % a["b"],
+    "_operator.pow": lambda a: a["a"] ** a["b"], "_operator.neg": lambda a: -a["a"],
+    "_operator.eq": lambda a: a["a"] == a["b"], "_operator.ne": lambda a: a["a"] != a["b"],
+    "_operator.lt": lambda a: a["a"] < a["b"], "_operator.le": lambda a: a["a"] <= a["b"],
+    "_operator.gt": lambda a: a["a"] > a["b"], "_operator.ge": lambda a: a["a"] >= a["b"],
+    "torch.sym_float": lambda a: float(a["a"]), "torch.sym_int": lambda a: int(a["a"]),
+    "torch.sym_max": lambda a: max(a["a"], a["b"]), "torch.sym_min": lambda a: min(a["a"], a["b"]),
+    "torch.sym_not": lambda a: not a["a"], "math.ceil": lambda a: math.ceil(a["a"]),
+    "math.floor": lambda a: math.floor(a["a"]), "math.sqrt": lambda a: math.sqrt(a["a"]),
+}
+
+#: ops that read only their input's shape (the input itself need not be constant)
+SHAPE_ONLY = {"aten.sym_size.int", "aten.sym_numel.default", "aten.full_like.default", "aten.zeros_like.default",
+              "aten.ones_like.default"}
+
+#: ops whose result is a Python number (SymInt/SymFloat/SymBool)
+_SCALAR_PREFIXES = ("_operator.", "torch.sym_", "math.", "aten.sym_")
+
+
+# ----------------------------------------------------------------------------- the pass
+class _Folder:
+    def __init__(self, graph: Graph):
+        self.graph = graph
+        self.folded = 0
+
+    def const(self, opd: Operand) -> Any:
+        if "const" in opd.meta:
+            return opd.meta["const"]
+        p = opd.producer
+        if p is not None and p.type == "pnnx.Attribute" and "data" in p.attrs:
+            return p.attrs["data"].data
+        raise _NotConstant(opd.name)
+
+    def is_const(self, opd: Operand) -> bool:
+        p = opd.producer
+        return "const" in opd.meta or (p is not None and p.type == "pnnx.Attribute" and "data" in p.attrs)
+
+    def shape_value(self, op: Operator) -> Any:
+        x = op.inputs[0]
+        if x.shape is None:
+            raise _NotConstant(x.name)
+        shape = [_sym_dim(self.graph, d) for d in x.shape]
+        if op.type == "aten.sym_size.int":
+            return shape[op.params["dim"]]
+        if op.type == "aten.sym_numel.default":
+            return int(np.prod(shape)) if shape else 1
+        return np.zeros(shape, dtype=np.int8)  # *_like: only the shape matters
+
+    def try_fold(self, op: Operator) -> bool:
+        if not is_aten(op) or len(op.outputs) != 1 or not op.outputs[0].consumers:
+            return False
+        if op.type not in FOLDERS and op.type not in SHAPE_ONLY:
+            return False
+        shape_only = op.type in SHAPE_ONLY
+        if not shape_only and not all(self.is_const(i) for i in op.inputs):
+            return False
+        out = op.outputs[0]
+        scalar = op.type.startswith(_SCALAR_PREFIXES)
+        try:
+            if op.type in ("aten.sym_size.int", "aten.sym_numel.default"):
+                value = self.shape_value(op)
+            elif shape_only:
+                like = self.shape_value(op)
+                value = FOLDERS[op.type](Args(op, lambda o: like))
+            elif scalar or not _static(out.shape) or short_dtype_of(out) is None:
+                value = FOLDERS[op.type](Args(op, self.const))
+            else:
+                value = None  # computed lazily below
+        except _NotConstant:
+            return False
+        except Exception as e:  # a value numpy cannot compute here: leave the op
+            log.debug("not folding %s (%s): %s", op.name, op.type, e)
+            return False
+        if scalar:
+            value = _python_scalar(value)
+            if value is None:
+                return False
+            self._replace(op, Attribute(np.asarray(value)), const=value)
+            return True
+        if value is not None:
+            arr = _cast(np.asarray(value), out)
+            if arr is None or (out.shape is not None and _static(out.shape) and list(arr.shape) != list(out.shape)):
+                return False
+            attr = Attribute(arr)
+        else:
+            attr = self._lazy(op, out)
+        if not self._small_enough(op, attr):
+            return False
+        self._replace(op, attr)
+        return True
+
+    def _lazy(self, op: Operator, out: Operand) -> Attribute:
+        """An attribute computing ``op`` on first access (inputs captured now: constants by
+        value, weights as their lazy attributes)."""
+        captured = {id(i): (i.meta["const"],) if "const" in i.meta else i.producer.attrs["data"] for i in op.inputs}
+        dtype = NUMPY_DTYPES[out.dtype]
+        fn = FOLDERS[op.type]
+
+        def value_of(opd: Operand) -> Any:
+            c = captured[id(opd)]
+            return c[0] if isinstance(c, tuple) else c.data
+
+        args = Args(op, value_of)
+
+        def load() -> np.ndarray:
+            return np.array(np.asarray(fn(args)), dtype=dtype, order="C")
+
+        return Attribute(loader=load, shape=[int(d) for d in out.shape], dtype=out.dtype)
+
+    def _small_enough(self, op: Operator, attr: Attribute) -> bool:
+        n = int(np.prod(attr.shape)) if attr.shape else 1
+        if n <= SMALL_RESULT or op.type in SHAPE_ONLY:
+            return True
+        sizes = [int(np.prod(i.shape)) for i in op.inputs if i.shape is not None and _static(i.shape)]
+        return not sizes or n <= MAX_GROWTH * max(max(sizes), 1)
+
+    def _replace(self, op: Operator, attr: Attribute, const: Any = None) -> None:
+        g = self.graph
+        old = op.outputs[0]
+        name = op.name
+        g.rename_op(op, name + _TMP)
+        fresh = g.new_operand(old.name + _TMP, dtype=old.dtype, shape=old.shape if const is not None else attr.shape)
+        new = g.add_op("pnnx.Attribute", name, [], [fresh], attrs={"data": attr}, provenance=op.provenance,
+                       before=op, exact=True)
+        for k in ("source", "module_stack"):
+            if k in op.meta:
+                new.meta[k] = op.meta[k]
+        new.meta["folded_from"] = op.type
+        fresh.meta = dict(old.meta)
+        if const is not None:
+            fresh.meta["const"] = const
+        g.replace_all_uses(old, fresh)
+        g.remove_op(op)
+        g.rename_operand(fresh, old.name)
+        self.folded += 1
+
+
+def _static(shape) -> bool:
+    return shape is not None and all(isinstance(d, int) for d in shape)
+
+
+def short_dtype_of(opd: Operand) -> str | None:
+    return opd.dtype if opd.dtype in NUMPY_DTYPES else None
+
+
+def _cast(arr: np.ndarray, out: Operand) -> np.ndarray | None:
+    dtype = short_dtype_of(out)
+    if dtype is None:
+        if out.dtype is not None:
+            return None
+        return arr if arr.dtype != np.float64 else arr.astype(np.float32)
+    return np.array(arr, dtype=NUMPY_DTYPES[dtype], order="C")
+
+
+def _python_scalar(v: Any) -> Any:
+    if isinstance(v, (bool, int, float)):
+        return v
+    if isinstance(v, np.generic) or (isinstance(v, np.ndarray) and v.ndim == 0):
+        return v.item()
+    return None
+
+
+@graph_pass("fold_constants", "compute ATen ops whose inputs are all constant (and static shape arithmetic)")
+def run(graph: Graph, cx) -> None:
+    folder = _Folder(graph)
+    for op in list(graph.ops):
+        folder.try_fold(op)
+    if folder.folded:
+        log.debug("folded %d operators", folder.folded)
+
+
+__all__ = ["FOLDERS", "SHAPE_ONLY", "Args", "run"]

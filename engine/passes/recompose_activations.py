@@ -1,0 +1,359 @@
+"""Put decomposed activations back together (ATen level, before lowering).
+
+``run_decompositions()`` (and hand-written code) spells several activations as elementwise
+chains that ncnn would run as many layers — or cannot run at all (``where``/``gt``). Each chain
+below is replaced by the single ATen op, which the activation converters turn into one ncnn
+layer. Every intermediate value must have no other user; the new op takes over the chain's
+output operand and the union of its provenance.
+
+=========================================================  ============================
+chain (``x`` the input, ``R`` = ``clamp(clamp(x + 3, 0), None, 6)``,
+any clamp/clamp_min/clamp_max/hardtanh/relu chain whose
+bounds are exactly [0, 6])
+=========================================================  ============================
+``x * sigmoid(x)``                                          ``aten.silu.default``
+``R / 6``, ``R * (1/6)``                                    ``aten.hardsigmoid.default``
+``x * R / 6``, ``x * (R / 6)``, ``x * hardsigmoid(x)``      ``aten.hardswish.default``
+``where(x*b > t, x, log1p(exp(x*b)) / b)`` (b = 1: no mul)  ``aten.softplus.default``
+``x * tanh(softplus(x))`` (beta 1, threshold 20)            ``aten.mish.default``
+``where(x > 0, x, expm1(x / a) * a)``                       ``aten.celu.default``
+``where(x > 0, x, w * x)``, ``w`` a per-channel constant    ``aten._prelu_kernel.default``
+``where(x > 0, x, x * s)``, ``s`` a number                  ``aten.leaky_relu.default``
+``minimum(0, x) - log1p(exp(-abs(x)))``                     ``aten.log_sigmoid.default``
+=========================================================  ============================
+"""
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any, Callable
+
+import numpy as np
+
+from ..ir import Graph, Operand, Operator, Provenance
+from ..ir.vocab import is_aten
+from .manager import graph_pass
+
+log = logging.getLogger(__name__)
+
+_TMP = "\x00recompose"
+
+
+class _Match:
+    """The ops of one matched chain (the root last) and the replacement's inputs/params."""
+
+    def __init__(self) -> None:
+        self.ops: list[Operator] = []
+
+    def take(self, opd: Operand | None, *types: str, sole: bool = True) -> Operator | None:
+        """The producer of ``opd`` if its type is one of ``types`` (and, with ``sole``, ``opd``
+        has no other user); the op is recorded as part of the chain."""
+        if opd is None or opd.producer is None or opd.producer.type not in types or not is_aten(opd.producer):
+            return None
+        if sole and len(opd.consumers) != 1:
+            return None
+        if opd.producer not in self.ops:
+            self.ops.append(opd.producer)
+        return opd.producer
+
+
+def _arg(op: Operator, name: str) -> Operand | None:
+    return op.inputs[op.input_names.index(name)] if name in op.input_names else None
+
+
+def _number(op: Operator, name: str) -> Any:
+    """A Python number argument, or a one-element constant tensor's value, else None."""
+    opd = _arg(op, name)
+    if opd is not None:
+        return _const_scalar(opd)
+    v = op.params.get(name)
+    return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def _const_scalar(opd: Operand) -> Any:
+    if "const" in opd.meta and isinstance(opd.meta["const"], (int, float)):
+        return opd.meta["const"]
+    p = opd.producer
+    if p is not None and p.type == "pnnx.Attribute" and "data" in p.attrs and int(np.prod(p.attrs["data"].shape)) == 1:
+        return np.asarray(p.attrs["data"].data).reshape(-1)[0].item()
+    return None
+
+
+def _const_tensor(opd: Operand) -> bool:
+    p = opd.producer
+    return "const" in opd.meta or (p is not None and p.type == "pnnx.Attribute")
+
+
+def _close(a: Any, b: float) -> bool:
+    return a is not None and math.isclose(float(a), b, rel_tol=1e-6, abs_tol=1e-9)
+
+
+def _binary_args(op: Operator) -> tuple[Operand | None, Any]:
+    """``(tensor operand, other)`` of a binary op: ``other`` is a number or an operand."""
+    return _arg(op, "self"), (_number(op, "other") if _number(op, "other") is not None else _arg(op, "other"))
+
+
+def _other_tensor(op: Operator, x: Operand) -> Operand | None:
+    """The operand of commutative binary ``op`` that is not ``x`` (None if ``x`` is not one)."""
+    a, b = _arg(op, "self"), _arg(op, "other")
+    if a is x:
+        return b
+    if b is x:
+        return a
+    return None
+
+
+# ----------------------------------------------------------------------------- relu6(x + 3)
+_CLAMPS = ("aten.clamp.default", "aten.clamp_min.default", "aten.clamp_max.default", "aten.hardtanh.default",
+           "aten.relu.default", "aten.relu6.default")
+
+
+def _bounds(op: Operator) -> tuple[Any, Any]:
+    if op.type == "aten.relu.default":
+        return 0, None
+    if op.type == "aten.relu6.default":
+        return 0, 6
+    if op.type == "aten.hardtanh.default":
+        return op.params.get("min_val"), op.params.get("max_val")
+    lo = op.params.get("min") if op.type != "aten.clamp_max.default" else None
+    hi = op.params.get("max") if op.type != "aten.clamp_min.default" else None
+    return lo, hi
+
+
+def _relu6_plus3(m: _Match, opd: Operand) -> Operand | None:
+    """``x`` when ``opd`` is ``clamp(x + 3, 0, 6)`` spelled as a chain of clamps."""
+    lo, hi, cur = -math.inf, math.inf, opd
+    while True:
+        c = m.take(cur, *_CLAMPS)
+        if c is None:
+            break
+        a, b = _bounds(c)
+        if any(v is not None and not isinstance(v, (int, float)) for v in (a, b)):
+            return None
+        if a is not None:
+            lo = max(lo, a)
+        if b is not None:
+            hi = min(hi, b)
+        cur = c.inputs[0]
+    if lo != 0 or hi != 6 or cur is opd:
+        return None
+    add = m.take(cur, "aten.add.Tensor", "aten.add.Scalar")
+    if add is None or add.params.get("alpha", 1) != 1:
+        return None
+    x, three = _binary_args(add)
+    return x if isinstance(three, (int, float)) and three == 3 else None
+
+
+def _div6(m: _Match, op: Operator) -> Operand | None:
+    """The dividend of ``y / 6`` or ``y * (1/6)``."""
+    if op.type in ("aten.div.Tensor", "aten.div.Scalar") and _close(_number(op, "other"), 6.0):
+        return _arg(op, "self")
+    if op.type in ("aten.mul.Tensor", "aten.mul.Scalar") and _close(_number(op, "other"), 1 / 6):
+        return _arg(op, "self")
+    return None
+
+
+# ----------------------------------------------------------------------------- patterns
+def _silu(m: _Match, root: Operator):
+    if root.type != "aten.mul.Tensor":
+        return None
+    for x, s in ((_arg(root, "self"), _arg(root, "other")), (_arg(root, "other"), _arg(root, "self"))):
+        sub = _Match()
+        sig = sub.take(s, "aten.sigmoid.default")
+        if x is not None and sig is not None and sig.inputs[0] is x:
+            m.ops += sub.ops
+            return "aten.silu.default", [x], {}
+    return None
+
+
+def _hardsigmoid(m: _Match, root: Operator):
+    y = _div6(m, root)
+    x = _relu6_plus3(m, y) if y is not None else None
+    return ("aten.hardsigmoid.default", [x], {}) if x is not None else None
+
+
+def _hardswish(m: _Match, root: Operator):
+    y = _div6(m, root)
+    if y is not None:  # (x * R) / 6
+        prod = m.take(y, "aten.mul.Tensor")
+        if prod is not None:
+            for x, r in ((_arg(prod, "self"), _arg(prod, "other")), (_arg(prod, "other"), _arg(prod, "self"))):
+                sub = _Match()
+                if x is not None and _relu6_plus3(sub, r) is x:
+                    m.ops += sub.ops
+                    return "aten.hardswish.default", [x], {}
+        return None
+    if root.type != "aten.mul.Tensor":  # x * (R / 6), x * hardsigmoid(x)
+        return None
+    for x, h in ((_arg(root, "self"), _arg(root, "other")), (_arg(root, "other"), _arg(root, "self"))):
+        sub = _Match()
+        hs = sub.take(h, "aten.hardsigmoid.default", "aten.div.Tensor", "aten.div.Scalar", "aten.mul.Tensor",
+                      "aten.mul.Scalar")
+        if x is None or hs is None:
+            continue
+        inner = hs.inputs[0] if hs.type == "aten.hardsigmoid.default" else None
+        if inner is None:
+            y2 = _div6(sub, hs)
+            inner = _relu6_plus3(sub, y2) if y2 is not None else None
+        if inner is x:
+            m.ops += sub.ops
+            return "aten.hardswish.default", [x], {}
+    return None
+
+
+def _where_parts(m: _Match, root: Operator):
+    """``(x, threshold operand value, other branch operand)`` of ``where(gt(v, t), x, y)``."""
+    if root.type != "aten.where.self":
+        return None
+    cond, x, y = _arg(root, "condition"), _arg(root, "self"), _arg(root, "other")
+    gt = m.take(cond, "aten.gt.Scalar")
+    if gt is None or x is None or y is None:
+        return None
+    return gt, x, y
+
+
+def _softplus(m: _Match, root: Operator):
+    parts = _where_parts(m, root)
+    if parts is None:
+        return None
+    gt, x, y = parts
+    t = _number(gt, "other")
+    if t is None:
+        return None
+    beta, scaled = 1, x
+    if gt.inputs[0] is not x:  # beta != 1: gt(x * beta, t) with the product shared by exp
+        mul = gt.inputs[0].producer
+        if mul is None or mul.type not in ("aten.mul.Tensor", "aten.mul.Scalar") or _arg(mul, "self") is not x:
+            return None
+        beta, scaled = _number(mul, "other"), gt.inputs[0]
+        if beta is None or len(scaled.consumers) != 2:
+            return None
+        m.ops.append(mul)
+        div = m.take(y, "aten.div.Tensor", "aten.div.Scalar")
+        if div is None or not _close(_number(div, "other"), float(beta)):
+            return None
+        y = _arg(div, "self")
+    log1p = m.take(y, "aten.log1p.default")
+    exp = m.take(log1p.inputs[0] if log1p else None, "aten.exp.default")
+    if exp is None or exp.inputs[0] is not scaled:
+        return None
+    return "aten.softplus.default", [x], {"beta": beta, "threshold": t}
+
+
+def _mish(m: _Match, root: Operator):
+    if root.type != "aten.mul.Tensor":
+        return None
+    for x, th in ((_arg(root, "self"), _arg(root, "other")), (_arg(root, "other"), _arg(root, "self"))):
+        sub = _Match()
+        tanh = sub.take(th, "aten.tanh.default")
+        sp = sub.take(tanh.inputs[0] if tanh else None, "aten.softplus.default")
+        if x is not None and sp is not None and sp.inputs[0] is x and sp.params.get("beta", 1) == 1 \
+                and sp.params.get("threshold", 20) == 20:
+            m.ops += sub.ops
+            return "aten.mish.default", [x], {}
+    return None
+
+
+def _positive_branch(gt: Operator, x: Operand) -> bool:
+    return gt.inputs[0] is x and _number(gt, "other") == 0
+
+
+def _celu(m: _Match, root: Operator):
+    parts = _where_parts(m, root)
+    if parts is None or not _positive_branch(parts[0], parts[1]):
+        return None
+    _, x, y = parts
+    mul = m.take(y, "aten.mul.Tensor", "aten.mul.Scalar")
+    alpha = _number(mul, "other") if mul else None
+    expm1 = m.take(_arg(mul, "self") if mul else None, "aten.expm1.default")
+    div = m.take(expm1.inputs[0] if expm1 else None, "aten.div.Tensor", "aten.div.Scalar")
+    if div is None or _arg(div, "self") is not x or not _close(_number(div, "other"), float(alpha or 0)) or not alpha:
+        return None
+    return "aten.celu.default", [x], {"alpha": alpha}
+
+
+def _prelu_or_leaky(m: _Match, root: Operator):
+    parts = _where_parts(m, root)
+    if parts is None or not _positive_branch(parts[0], parts[1]):
+        return None
+    _, x, y = parts
+    mul = m.take(y, "aten.mul.Tensor", "aten.mul.Scalar")
+    if mul is None:
+        return None
+    w = _other_tensor(mul, x)
+    slope = _number(mul, "other") if _arg(mul, "self") is x else None
+    if slope is not None:
+        return "aten.leaky_relu.default", [x], {"negative_slope": slope}
+    if w is not None and _const_tensor(w):
+        return "aten._prelu_kernel.default", [x, w], {}
+    return None
+
+
+def _log_sigmoid(m: _Match, root: Operator):
+    if root.type != "aten.sub.Tensor" or root.params.get("alpha", 1) != 1:
+        return None
+    mn = m.take(_arg(root, "self"), "aten.minimum.default")
+    if mn is None:
+        return None
+    a, b = _arg(mn, "self"), _arg(mn, "other")
+    x = b if a is not None and _const_scalar(a) == 0 else a if b is not None and _const_scalar(b) == 0 else None
+    log1p = m.take(_arg(root, "other"), "aten.log1p.default")
+    exp = m.take(log1p.inputs[0] if log1p else None, "aten.exp.default")
+    neg = m.take(exp.inputs[0] if exp else None, "aten.neg.default")
+    ab = m.take(neg.inputs[0] if neg else None, "aten.abs.default")
+    if x is None or ab is None or ab.inputs[0] is not x:
+        return None
+    return "aten.log_sigmoid.default", [x], {}
+
+
+#: tried in order on every op (as the chain's last op); later ones see earlier results
+PATTERNS: list[Callable[[_Match, Operator], Any]] = [
+    _silu, _hardsigmoid, _hardswish, _softplus, _mish, _celu, _prelu_or_leaky, _log_sigmoid,
+]
+
+_INPUT_NAMES = {"aten._prelu_kernel.default": ["self", "weight"]}
+
+
+# ----------------------------------------------------------------------------- rewriting
+def _replace(graph: Graph, root: Operator, ops: list[Operator], new_type: str, inputs: list[Operand],
+             params: dict) -> Operator:
+    old = root.outputs[0]
+    fresh = graph.new_operand(old.name + _TMP, dtype=old.dtype, shape=old.shape)
+    fresh.meta = dict(old.meta)
+    name = root.name
+    graph.rename_op(root, name + _TMP)
+    new = graph.add_op(new_type, name, inputs, [fresh], params=params,
+                       input_names=_INPUT_NAMES.get(new_type, ["self"]),
+                       provenance=Provenance.merge(o.provenance for o in [root] + ops), before=root, exact=True)
+    new.meta.update({k: root.meta[k] for k in ("source", "module_stack") if k in root.meta})
+    new.meta["target"] = new_type
+    new.meta["recomposed_from"] = [o.name for o in ops] + [name]
+    graph.replace_all_uses(old, fresh)
+    for op in [root] + sorted(ops, key=graph.ops.index, reverse=True):
+        graph.remove_op(op)
+    graph.rename_operand(fresh, old.name)
+    return new
+
+
+@graph_pass("recompose_activations", "turn decomposed activation chains (hardswish, silu, mish...) into one op")
+def run(graph: Graph, cx) -> None:
+    changed = True
+    while changed:
+        changed = False
+        removed: set[int] = set()
+        for root in list(graph.ops):
+            if id(root) in removed or not is_aten(root) or len(root.outputs) != 1:
+                continue
+            for pattern in PATTERNS:
+                m = _Match()
+                found = pattern(m, root)
+                if found is None:
+                    continue
+                new_type, inputs, params = found
+                if any(o is root for o in m.ops) or any(i.producer in m.ops for i in inputs):
+                    continue
+                _replace(graph, root, m.ops, new_type, inputs, params)
+                removed.update(id(o) for o in [root] + m.ops)
+                log.debug("recomposed %s into %s", root.name, new_type)
+                changed = True
+                break

@@ -43,8 +43,8 @@ def float_to_string(value: float) -> str:
     if f == 0:
         return "0.0"
     x = float(f)
-    a = abs(x)
-    if a < 0.0001 or a >= 1000000.0:
+    a = abs(f)
+    if a < np.float32(0.0001) or a >= np.float32(1000000.0):  # compared in float32, as pnnx does
         s = "%e" % x
         if _strtof(s) != f:
             s = "%.8e" % x

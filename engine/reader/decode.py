@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 
 from engine.errors import PT2FormatError
 from engine.reader import schema as S
@@ -474,6 +475,27 @@ class ProgramDecoder:
         return tuple(out)
 
     def tensor_meta(self, v) -> S.TensorMeta:
+        """TensorMeta; a fast path takes the common all-static CPU strided case."""
+        if type(v) is dict:
+            try:
+                dt = v["dtype"]
+                sizes = _static_ints(v["sizes"])
+                strides = _static_ints(v["strides"])
+                off = v["storage_offset"]
+                off = off["as_int"] if type(off) is dict and len(off) == 1 else None
+                rg = v["requires_grad"]
+                device = self._devices.get(_device_key(v["device"]))
+                layout = v["layout"]
+            except (KeyError, TypeError):
+                pass
+            else:
+                if (type(dt) is int and dt in _SCALAR_TYPES and sizes is not None and strides is not None
+                        and len(sizes) == len(strides) and type(off) is int and type(rg) is bool
+                        and device is not None and layout == 7 and type(layout) is int):
+                    return S.TensorMeta(_SCALAR_TYPES[dt], sizes, strides, off, rg, device, S.Layout.STRIDED)
+        return self._tensor_meta(v)
+
+    def _tensor_meta(self, v) -> S.TensorMeta:
         d = _obj(v)
         if "dtype" not in d and type(d.get("meta")) is dict:  # schema 1: TensorValue{meta}
             try:
@@ -540,7 +562,9 @@ class ProgramDecoder:
 
     def _node(self, v, index: int, defined: set, used_names: set) -> S.Node:
         d = _obj(v)
-        target = _field(d, "target", _str)
+        target = d.get("target")
+        if type(target) is not str:
+            target = _field(d, "target", _str)
         names = self._names = []
         raw_inputs = _get(d, "inputs")
         inputs = []
@@ -557,13 +581,23 @@ class ProgramDecoder:
                 raise _Bad(f"node {_node_label(d, target)} input refers to undefined value '{n}' "
                            "(neither a graph input nor produced by an earlier node)")
         names = self._names = []
-        outputs = _field(d, "outputs", lambda x: _items(x, self.argument))
+        raw_outputs = _get(d, "outputs")
+        outputs = []
+        argument = self.argument
+        try:
+            for j, a in enumerate(_list(raw_outputs)):
+                try:
+                    outputs.append(argument(a))
+                except _Bad as e:
+                    raise _at(e, f"[{j}]")
+        except _Bad as e:
+            raise _at(e, ".outputs")
         for n in names:
             if n in defined:
                 raise _Bad(f"node {_node_label(d, target)} redefines value '{n}'")
             defined.add(n)
         raw_md = d.get("metadata")
-        if raw_md is None:
+        if not raw_md:
             md = S.NodeMetadata()
         else:
             try:
@@ -572,10 +606,14 @@ class ProgramDecoder:
                 raise _at(e, ".metadata")
             except MetadataError as e:
                 raise _at(_Bad(e.reason), f".metadata.{e.key}")
-        hop = _opt_field(d, "is_hop_single_tensor_return", _bool)
-        name = _opt_field(d, "name", _str)
+        hop = d.get("is_hop_single_tensor_return")
+        if hop is not None and type(hop) is not bool:
+            hop = _opt_field(d, "is_hop_single_tensor_return", _bool)
+        name = d.get("name")
+        if name is not None and type(name) is not str:
+            name = _opt_field(d, "name", _str)
         if name is None:  # before schema 8.17: fx names the node after its first output
-            name = names[0] if names and names[0] not in used_names else _fallback_name(target, index)
+            name = names[0] if names and names[0] not in used_names else _fallback_name(target, used_names)
         elif name in used_names:
             raise _at(_Bad(f"duplicate node name '{name}'"), ".name")
         used_names.add(name)
@@ -583,8 +621,15 @@ class ProgramDecoder:
 
     def _named_argument(self, v) -> S.NamedArgument:
         d = _obj(v)
-        name = _field(d, "name", _str)
-        arg = _field(d, "arg", self.argument)
+        name = d.get("name")
+        if type(name) is not str:
+            name = _field(d, "name", _str)
+        try:
+            arg = self.argument(d["arg"])
+        except KeyError:
+            raise _Bad("missing key 'arg'") from None
+        except _Bad as e:
+            raise _at(e, ".arg")
         kind = d.get("kind")
         if kind is not None and type(kind) is not int:
             raise _at(_expect(kind, "an integer"), ".kind")
@@ -770,6 +815,30 @@ class ProgramDecoder:
 
 
 _CPU = S.Device("cpu")
+_SCALAR_TYPES = {int(m): m for m in S.ScalarType}
+
+
+def _static_ints(v) -> tuple | None:
+    """``[{"as_int": n}, ...]`` → tuple of ints; None when anything else is in it (the
+    validating slow path then decodes it)."""
+    if type(v) is not list:
+        return None
+    try:
+        out = tuple([x["as_int"] for x in v])
+    except (KeyError, TypeError, IndexError):
+        return None
+    for n in out:
+        if type(n) is not int:
+            return None
+    return out
+
+
+def _device_key(d) -> tuple | None:
+    if type(d) is dict and len(d) == 2:
+        t, i = d.get("type"), d.get("index")
+        if type(t) is str and (i is None or type(i) is int):
+            return (t, i)
+    return None
 #: torch < 2.5 wrote unbounded range limits as sys.maxsize - 1 (or ±inf).
 _UNBOUNDED = (1 << 63) - 2
 
@@ -811,9 +880,25 @@ def _node_label(d: dict, target: str) -> str:
     return f"'{name}' ({short})" if isinstance(name, str) else f"({short})"
 
 
-def _fallback_name(target: str, index: int) -> str:
-    base = target.rsplit(".", 2)[-2] if target.count(".") >= 2 else target.rsplit(".", 1)[-1]
-    return f"{base}_n{index}"
+def _fallback_name(target: str, used: set) -> str:
+    """The name torch.fx gives a call without a name: ``aten.add.Tensor`` → ``add_tensor``,
+    ``_operator.mul`` → ``mul``, made unique with ``_1``, ``_2``, ..."""
+    t = target[len("torch.ops."):] if target.startswith("torch.ops.") else target
+    parts = t.split(".")
+    op = ".".join(parts[1:]) if len(parts) > 1 else t
+    op = _CAMEL.sub("_", op).lower()
+    base = _ILLEGAL.sub("_", op) or "node"
+    if base[0].isdigit():
+        base = "_" + base
+    name, i = base, 0
+    while name in used:
+        i += 1
+        name = f"{base}_{i}"
+    return name
+
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_ILLEGAL = re.compile(r"[^0-9a-zA-Z_]+")
 
 
 # ------------------------------------------------------------------------------ entry points

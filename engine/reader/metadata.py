@@ -58,16 +58,26 @@ def split_outside_brackets(text: str, sep: str = ",") -> list[str]:
     return out
 
 
-def parse_module_stack(text: str) -> list[ModuleFrame]:
+def parse_module_frame(item: str) -> ModuleFrame | None:
+    """One ``key,path,type`` item (None for torch's "no module" placeholder)."""
+    parts = split_outside_brackets(item)
+    if len(parts) != 3:
+        raise MetadataError("nn_module_stack", f"item {item!r} is not 'key,path,type'")
+    if parts[0] == EMPTY_STACK_KEY:
+        return None
+    return ModuleFrame(parts[0], normalize_module_path(parts[1]), parts[2])
+
+
+def parse_module_stack(text: str, frame_cache: dict | None = None) -> list[ModuleFrame]:
     """``key,path,type;key,path,type`` → frames, outermost (the root module) first."""
     frames: list[ModuleFrame] = []
     for item in text.split(ST_DELIMITER):
-        parts = split_outside_brackets(item)
-        if len(parts) != 3:
-            raise MetadataError("nn_module_stack", f"item {item!r} is not 'key,path,type'")
-        if parts[0] == EMPTY_STACK_KEY:
-            continue
-        frames.append(ModuleFrame(parts[0], normalize_module_path(parts[1]), parts[2]))
+        if frame_cache is None:
+            f = parse_module_frame(item)
+        else:
+            f = _cached(frame_cache, item, parse_module_frame)
+        if f is not None:
+            frames.append(f)
     return frames
 
 
@@ -132,7 +142,7 @@ class MetadataParser:
         self._stacks: dict[str, list[ModuleFrame]] = {}
         self._sources: dict[str, SourceLocation | None] = {}
         self._fn_stacks: dict[str, list[tuple[str, str]]] = {}
-        self._empty = NodeMetadata()
+        self._frames: dict[str, ModuleFrame | None] = {}
 
     def parse(self, raw: dict) -> NodeMetadata:
         """``raw`` is the node's ``metadata`` object; its values must be strings."""
@@ -141,21 +151,20 @@ class MetadataParser:
         for k, v in raw.items():
             if type(v) is not str:
                 raise MetadataError(k, f"expected a string, got {json_type(v)}")
-        md = NodeMetadata(raw=raw)
-        st = raw.get("stack_trace")
-        if st:
-            md.stack_trace = st
-            md.source = _cached(self._sources, st, parse_source)
+        st = raw.get("stack_trace") or None
+        source = _cached(self._sources, st, parse_source) if st else None
         ms = raw.get("nn_module_stack")
         if ms:
-            md.module_stack = _cached(self._stacks, ms, parse_module_stack)
+            frames = self._stacks.get(ms)
+            if frames is None:
+                frames = self._stacks[ms] = parse_module_stack(ms, self._frames)
+        else:
+            frames = []
         sf = raw.get("source_fn_stack")
-        if sf:
-            md.source_fn_stack = _cached(self._fn_stacks, sf, parse_source_fn_stack)
+        fns = _cached(self._fn_stacks, sf, parse_source_fn_stack) if sf else []
         tf = raw.get("torch_fn")
-        if tf:
-            md.torch_fn = parse_torch_fn(tf)
-        return md
+        torch_fn = parse_torch_fn(tf) if tf else None
+        return NodeMetadata(raw, st, frames, fns, torch_fn, source)
 
 
 _MISSING = object()

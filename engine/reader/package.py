@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import gc
 import logging
 import os
 from collections.abc import Mapping
@@ -63,11 +64,16 @@ def load(path: str | os.PathLike) -> "Package":
     Raises :class:`~engine.errors.PT2FormatError` (``str(e) == f"{e.member}: {e.reason}"``) for
     any file this reader cannot accept."""
     archive = ZipArchive.open(path)
+    gc_was_enabled = gc.isenabled()
+    gc.disable()  # decoding allocates many small acyclic objects; collections only cost time
     try:
         return Package(os.fspath(path), archive)
     except BaseException:
         archive.close()
         raise
+    finally:
+        if gc_was_enabled:
+            gc.enable()
 
 
 class _ExtraFiles(Mapping):

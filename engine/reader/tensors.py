@@ -89,23 +89,28 @@ def check_geometry(storage_numel: int | None, sizes, strides, offset) -> int:
     """Validate a strided view over a storage of ``storage_numel`` elements (None = the
     payload is empty and zeros will be made). Returns the number of storage elements the view
     needs. Raises ValueError with the reason."""
-    if not all(type(s) is int for s in sizes) or not all(type(s) is int for s in strides) \
-            or type(offset) is not int:
-        raise ValueError("symbolic size, stride or offset in payload metadata")
     if len(sizes) != len(strides):
         raise ValueError(f"{len(sizes)} sizes but {len(strides)} strides")
     if len(sizes) > MAX_DIMS:
         raise ValueError(f"{len(sizes)} dimensions (more than {MAX_DIMS})")
-    if any(s < 0 for s in sizes):
-        raise ValueError(f"negative size in {list(sizes)}")
-    if any(s < 0 for s in strides):
-        raise ValueError(f"negative stride in {list(strides)} (not supported)")
+    if type(offset) is not int:
+        raise ValueError("symbolic storage offset in payload metadata")
     if offset < 0:
         raise ValueError(f"negative storage offset {offset}")
-    numel = math.prod(sizes)
+    numel = 1
+    span = 0
+    for n, s in zip(sizes, strides):
+        if type(n) is not int or type(s) is not int:
+            raise ValueError("symbolic size or stride in payload metadata")
+        if n < 0:
+            raise ValueError(f"negative size in {list(sizes)}")
+        if s < 0:
+            raise ValueError(f"negative stride in {list(strides)} (not supported)")
+        numel *= n
+        span += (n - 1) * s
     if numel > MAX_NUMEL:
         raise ValueError(f"absurd size {list(sizes)} ({numel} elements)")
-    need = 0 if numel == 0 else offset + 1 + sum((n - 1) * s for n, s in zip(sizes, strides))
+    need = 0 if numel == 0 else offset + 1 + span
     if storage_numel is not None and need > storage_numel:
         raise ValueError(f"sizes {list(sizes)}, strides {list(strides)} and offset {offset} need "
                          f"{need} elements but the payload holds {storage_numel}")

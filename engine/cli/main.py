@@ -28,6 +28,8 @@ log = logging.getLogger(__name__)
 #: Subcommand modules, in the order ``--help`` lists them. Add yours here.
 COMMANDS = [
     "engine.cli.inspect_cmd",
+    "engine.cli.convert_cmd",
+    "engine.cli.coverage_cmd",
 ]
 #: The subcommand the ``pt2ncnn MODEL.pt2 key=value ...`` shorthand routes to.
 SHORTHAND_COMMAND = "convert"

@@ -215,7 +215,7 @@ def parse_graph(text: str) -> Graph:
         outputs = [g.operands[n] if n in g.operands else g.new_operand(n, exact=True) for n in outs]
         params: dict = {}
         attrs: dict = {}
-        names: dict[str, str] = {}
+        names: list[tuple[str, str]] = []
         nodes: tuple = ()
         modules: tuple = ()
         for t in rest:
@@ -232,7 +232,7 @@ def parse_graph(text: str) -> Graph:
                 if opd is not None:
                     opd.shape, opd.dtype = shape, dtype
             elif key.startswith("$"):
-                names[val] = key[1:]
+                names.append((key[1:], val))
             elif key == "!from":
                 nodes = tuple(val.split(","))
             elif key == "!mod":
@@ -240,7 +240,12 @@ def parse_graph(text: str) -> Graph:
             else:
                 k: Any = int(key) if re.fullmatch(r"-?\d+", key) else key
                 params[k] = parse_value(val)
-        input_names = [names.get(i.name, "") for i in inputs] if names else []
+        input_names = [""] * len(inputs) if names else []
+        for arg_name, opd_name in names:  # written in input order; an operand may appear twice
+            for k, i in enumerate(inputs):
+                if i.name == opd_name and not input_names[k]:
+                    input_names[k] = arg_name
+                    break
         g.add_op(typ, name, inputs, outputs, params=params, attrs=attrs, input_names=input_names,
                  provenance=Provenance(nodes, modules), exact=True)
     return g

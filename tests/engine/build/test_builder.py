@@ -212,8 +212,6 @@ def test_dynamic_shapes(export, dialect):
     assert Graph.from_text(text).to_text() == text
 
 
-@pytest.mark.xfail(strict=True, reason="engine.ir.text maps `$name=operand` by operand, so an operand used "
-                   "twice by one operator (cat([x, x])) reads back with one input name for both")
 def test_text_round_trip_with_an_operand_used_twice(export):
     class Twice(nn.Module):
         def forward(self, x):

@@ -1,0 +1,112 @@
+"""``pt2ncnn convert``: convert a ``.pt2`` package to ncnn (and pnnx) model files.
+
+Also reached by the pnnx-style shorthand ``pt2ncnn MODEL.pt2 fp16=0 ncnnparam=P ...``, whose
+``key=value`` words are accepted here as trailing arguments.
+
+Exit codes: 0 converted; 1 conversion incomplete (a diagnostics table is printed and no ncnn
+files are written unless ``--partial``); 2 bad input or usage.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+NAME = "convert"
+HELP = "convert a .pt2 package to ncnn (.ncnn.param/.ncnn.bin) and pnnx (.pnnx.param/.pnnx.bin)"
+
+#: pnnx CLI keys we understand, and keys pnnx has that do not apply here (accepted, ignored)
+_PNNX_KEYS = {"fp16", "ncnnparam", "ncnnbin", "pnnxparam", "pnnxbin", "inputshape", "inputshape2"}
+_IGNORED_KEYS = {"pnnxpy", "pnnxonnx", "ncnnpy", "optlevel", "device", "moduleop"}
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model", help="the .pt2 package")
+    p.add_argument("pnnx_style", nargs="*", metavar="key=value",
+                   help="pnnx-style options: fp16=0|1 ncnnparam=P ncnnbin=B pnnxparam=P pnnxbin=B inputshape=[1,3,224,224]")
+    p.add_argument("-o", "--output-dir", metavar="DIR", help="where to write the files (default: the model's folder)")
+    p.add_argument("--fp16", choices=("0", "1"), default=None, help="store weights as fp16 (1, default) or fp32 (0)")
+    p.add_argument("--converters", metavar="FILE.py", action="append", default=[],
+                   help="a converter plug-in file (may be repeated); its rules override built-ins")
+    p.add_argument("--dump-passes", metavar="DIR", help="write NN_<pass>.txt and NN_<pass>.diff for every pass")
+    p.add_argument("--report", metavar="FILE.json", help="write a JSON report (layers, diagnostics, passes, seconds)")
+    p.add_argument("--inputshape", metavar="SHAPES", help="concrete input shapes, e.g. [1,3,224,224],[1,10]")
+    p.add_argument("--model-name", metavar="NAME", help="which model of a multi-model package")
+    p.add_argument("--partial", action="store_true", help="write the model even if some operators did not convert")
+    p.add_argument("--no-pnnx", action="store_true", help="do not write the .pnnx.param/.pnnx.bin files")
+    p.add_argument("--quiet", "-q", action="store_true", help="print only problems")
+
+
+def _pnnx_options(words: list[str]) -> dict[str, str]:
+    from .main import UsageError
+
+    out: dict[str, str] = {}
+    for w in words:
+        key, eq, value = w.partition("=")
+        if not eq:
+            raise UsageError(f"unexpected argument {w!r} (pnnx-style options look like key=value)")
+        if key in _IGNORED_KEYS:
+            print(f"warning: {key}= does not apply to .pt2 conversion; ignored", file=sys.stderr)
+            continue
+        if key not in _PNNX_KEYS:
+            raise UsageError(f"unknown option {key}= (known: {', '.join(sorted(_PNNX_KEYS))})")
+        out[key] = value
+    return out
+
+
+def _paths(args, kv: dict[str, str]) -> dict[str, Path | None]:
+    model = Path(args.model)
+    stem = model.name[:-4] if model.name.endswith(".pt2") else model.stem
+    folder = Path(args.output_dir) if args.output_dir else model.parent
+    paths: dict[str, Path | None] = {
+        "ncnn_param": Path(kv["ncnnparam"]) if "ncnnparam" in kv else folder / f"{stem}.ncnn.param",
+        "ncnn_bin": Path(kv["ncnnbin"]) if "ncnnbin" in kv else folder / f"{stem}.ncnn.bin",
+        "pnnx_param": Path(kv["pnnxparam"]) if "pnnxparam" in kv else folder / f"{stem}.pnnx.param",
+        "pnnx_bin": Path(kv["pnnxbin"]) if "pnnxbin" in kv else folder / f"{stem}.pnnx.bin",
+    }
+    if args.no_pnnx:
+        paths["pnnx_param"] = paths["pnnx_bin"] = None
+    return paths
+
+
+def run(args) -> int:
+    from engine.convert import ConvertOptions, convert
+    from engine.convert.inputshape import parse_inputshape
+    from engine.diagnostics import format_table
+    from engine.passes import dump_records
+
+    from .main import UsageError
+
+    kv = _pnnx_options(args.pnnx_style)
+    fp16_text = args.fp16 if args.fp16 is not None else kv.get("fp16", "1")
+    if fp16_text not in ("0", "1"):
+        raise UsageError(f"fp16 must be 0 or 1, not {fp16_text!r}")
+    shape_text = args.inputshape or kv.get("inputshape")
+    options = ConvertOptions(fp16=fp16_text == "1", input_shapes=parse_inputshape(shape_text) if shape_text else None,
+                             converters=list(args.converters), model=args.model_name)
+    result = convert(args.model, options)
+    if args.dump_passes:
+        dump_records(result.records, args.dump_passes)
+    paths = _paths(args, kv)
+    written: list[Path] = []
+    if result.ok or args.partial:
+        written = result.write(**paths, partial=args.partial)
+    if args.report:
+        report = result.report()
+        report["files"] = [str(p) for p in written]
+        Path(args.report).write_text(json.dumps(report, indent=2) + "\n")
+    if not result.ok:
+        print(format_table(result.errors), file=sys.stderr)
+        unsupported = len(result.errors)
+        tail = "partial model written" if written else "no model files written (use --partial to write what converted)"
+        print(f"error: {args.model}: conversion incomplete: {unsupported} operator(s) not converted; {tail}",
+              file=sys.stderr)
+        return 1
+    if not args.quiet:
+        for w in [d for d in result.diagnostics if d.severity == "warning"]:
+            print(f"warning: {w}", file=sys.stderr)
+        print(f"converted {args.model}: {result.layer_count} ncnn layers in {result.seconds:.2f} s")
+        for p in written:
+            print(f"  wrote {p}")
+    return 0

@@ -13,7 +13,9 @@ from typing import Any
 
 
 class BinaryOpType(IntEnum):
-    """BinaryOp ``op_type``. The R* forms swap the operands (``RSUB``: b - a)."""
+    """BinaryOp ``op_type``. The R* forms swap the operands (``RSUB``: b - a). ``FMOD`` is C
+    ``fmodf`` (torch.fmod); ``REMAINDER`` is C ``remainderf`` — the IEEE remainder
+    ``a - b * round_half_even(a / b)``, *not* torch.remainder (``a - b * floor(a / b)``)."""
 
     ADD = 0
     SUB = 1

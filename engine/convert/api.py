@@ -75,7 +75,7 @@ class ConversionResult:
                                   "nothing written")
         use_fp16 = self.options.fp16 if fp16 is None else fp16
         return write_files(ncnn_graph=self.ncnn, pnnx_graph=self.pnnx, ncnn_param=ncnn_param, ncnn_bin=ncnn_bin,
-                           pnnx_param=pnnx_param, pnnx_bin=pnnx_bin, fp16=use_fp16)
+                           pnnx_param=pnnx_param, pnnx_bin=pnnx_bin, fp16=use_fp16, partial=not self.ok)
 
     def write_all(self, directory: str | Path, stem: str, **kw) -> list[Path]:
         d = Path(directory)

@@ -52,6 +52,8 @@ def lower_graph(g: Graph, registry: Registry, ctx: ConversionContext,
         if conv is None:
             if reasons:
                 reason = "; ".join(reasons)
+            elif op.meta.get("unsupported_reason"):
+                reason = str(op.meta["unsupported_reason"])
             else:
                 reason = f"unsupported: no {registry.name} converter registered for {op.type}"
             ctx.error(reason, op)

@@ -18,11 +18,29 @@ def _pair(a, b, what: str) -> bool:
     return a is not None
 
 
+def with_custom_layers(graph: Graph) -> Graph:
+    """A copy of ``graph`` where every unconverted operator becomes a parameterless custom
+    layer named after its op (``aten.grid_sampler_2d.default`` → type ``aten_grid_sampler_2d``),
+    for ``--partial`` output: users can register their own ncnn layer under that type."""
+    from ..ir.vocab import is_ncnn
+
+    g = graph.copy()
+    for op in g.ops:
+        if not is_ncnn(op):
+            base = op.type.rsplit(".", 1)[0] if op.type.count(".") >= 2 else op.type
+            op.type = base.replace(".", "_")
+            op.params, op.attrs = {}, {}
+            op.meta["custom_layer"] = True
+    return g
+
+
 def write_files(*, ncnn_graph: Graph, pnnx_graph: Graph | None, ncnn_param=None, ncnn_bin=None,
-                pnnx_param=None, pnnx_bin=None, fp16: bool = True) -> list[Path]:
+                pnnx_param=None, pnnx_bin=None, fp16: bool = True, partial: bool = False) -> list[Path]:
     from ..writers import write_ncnn, write_pnnx
 
     written: list[Path] = []
+    if partial:
+        ncnn_graph = with_custom_layers(ncnn_graph)
     if _pair(ncnn_param, ncnn_bin, "ncnn model"):
         write_ncnn(ncnn_graph, ncnn_param, ncnn_bin, fp16=fp16)
         written += [Path(ncnn_param), Path(ncnn_bin)]

@@ -19,7 +19,7 @@ ASSERTS = {
     "aten._assert_tensor_metadata.default", "aten._assert_scalar.default", "aten.sym_constrain_range.default",
     "aten.sym_constrain_range_for_size.default", "aten._assert_async.msg", "aten._assert_async.default",
     "aten._functional_assert_async.msg", "aten._functional_sym_constrain_range.default",
-    "aten._functional_sym_constrain_range_for_size.default",
+    "aten._functional_sym_constrain_range_for_size.default", "aten._print.default",
 }
 
 _CASTS = {"aten._to_copy.default", "aten.to.dtype", "aten.to.dtype_layout", "aten.to.device", "aten.type_as.default"}

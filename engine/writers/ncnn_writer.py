@@ -47,6 +47,9 @@ def param_text(graph: Graph) -> str:
     blobs = {o.name for op in layers for o in op.outputs} | {i.name for op in layers for i in op.inputs}
     lines = [str(MAGIC), f"{len(layers)} {len(blobs)}"]
     for op in layers:
+        if op.meta.get("custom_layer"):  # unconverted op written for a custom ncnn layer: no params
+            lines.append(format_layer(op.type, op.name, [i.name for i in op.inputs], [o.name for o in op.outputs], []))
+            continue
         spec = L.get_spec(op.type)
         kinds = kinds_for(op.params, {p.id: p.kind for p in spec.params})
         params = [format_value(k, kinds[k], op.params[k]) for k in sorted(op.params)]
@@ -70,7 +73,7 @@ def write_ncnn(graph: Graph, param_path: str | os.PathLike, bin_path: str | os.P
     with atomic_files([param_path, bin_path]) as (pf, bf):
         pf.write(text)
         for k, op in enumerate(layers):
-            if op.attrs:
+            if op.attrs and not op.meta.get("custom_layer"):
                 want = L.expected_weights(op.type, op.params)
                 for (key, attr), w in zip(op.attrs.items(), want):
                     try:

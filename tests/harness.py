@@ -50,7 +50,9 @@ def run_ncnn(param: Path, bin_: Path, inputs: Sequence[np.ndarray], n_outputs: i
     assert net.load_model(str(bin_)) == 0, f"ncnn refused {bin_}"
     ex = net.create_extractor()
     for k, arr in enumerate(inputs):
-        ex.input(f"in{k}", ncnn.Mat(np.ascontiguousarray(arr, dtype=np.float32)))
+        # clone: a Mat wrapping numpy memory has no refcount, and an in-place layer reading a
+        # model input directly (ReLU, Sigmoid, BinaryOp with a scalar...) dereferences it (segfault)
+        ex.input(f"in{k}", ncnn.Mat(np.ascontiguousarray(arr, dtype=np.float32)).clone())
     outs = []
     for k in range(n_outputs):
         ret, mat = ex.extract(f"out{k}")

@@ -93,6 +93,12 @@ def _binary_args(op: Operator) -> tuple[Operand | None, Any]:
     return _arg(op, "self"), (_number(op, "other") if _number(op, "other") is not None else _arg(op, "other"))
 
 
+def _commuted(op: Operator) -> list[tuple[Operand | None, Operand | None]]:
+    """Both ``(x, y)`` orders of a commutative binary op's tensor operands."""
+    a, b = _arg(op, "self"), _arg(op, "other")
+    return [(a, b), (b, a)]
+
+
 def _other_tensor(op: Operator, x: Operand) -> Operand | None:
     """The operand of commutative binary ``op`` that is not ``x`` (None if ``x`` is not one)."""
     a, b = _arg(op, "self"), _arg(op, "other")
@@ -157,7 +163,7 @@ def _div6(m: _Match, op: Operator) -> Operand | None:
 def _silu(m: _Match, root: Operator):
     if root.type != "aten.mul.Tensor":
         return None
-    for x, s in ((_arg(root, "self"), _arg(root, "other")), (_arg(root, "other"), _arg(root, "self"))):
+    for x, s in _commuted(root):
         sub = _Match()
         sig = sub.take(s, "aten.sigmoid.default")
         if x is not None and sig is not None and sig.inputs[0] is x:
@@ -177,7 +183,7 @@ def _hardswish(m: _Match, root: Operator):
     if y is not None:  # (x * R) / 6
         prod = m.take(y, "aten.mul.Tensor")
         if prod is not None:
-            for x, r in ((_arg(prod, "self"), _arg(prod, "other")), (_arg(prod, "other"), _arg(prod, "self"))):
+            for x, r in _commuted(prod):
                 sub = _Match()
                 if x is not None and _relu6_plus3(sub, r) is x:
                     m.ops += sub.ops
@@ -185,7 +191,7 @@ def _hardswish(m: _Match, root: Operator):
         return None
     if root.type != "aten.mul.Tensor":  # x * (R / 6), x * hardsigmoid(x)
         return None
-    for x, h in ((_arg(root, "self"), _arg(root, "other")), (_arg(root, "other"), _arg(root, "self"))):
+    for x, h in _commuted(root):
         sub = _Match()
         hs = sub.take(h, "aten.hardsigmoid.default", "aten.div.Tensor", "aten.div.Scalar", "aten.mul.Tensor",
                       "aten.mul.Scalar")
@@ -243,7 +249,7 @@ def _softplus(m: _Match, root: Operator):
 def _mish(m: _Match, root: Operator):
     if root.type != "aten.mul.Tensor":
         return None
-    for x, th in ((_arg(root, "self"), _arg(root, "other")), (_arg(root, "other"), _arg(root, "self"))):
+    for x, th in _commuted(root):
         sub = _Match()
         tanh = sub.take(th, "aten.tanh.default")
         sp = sub.take(tanh.inputs[0] if tanh else None, "aten.softplus.default")
@@ -263,11 +269,18 @@ def _celu(m: _Match, root: Operator):
     if parts is None or not _positive_branch(parts[0], parts[1]):
         return None
     _, x, y = parts
+    alpha, inner = 1, y  # alpha 1 decomposes without the mul and the div
     mul = m.take(y, "aten.mul.Tensor", "aten.mul.Scalar")
-    alpha = _number(mul, "other") if mul else None
-    expm1 = m.take(_arg(mul, "self") if mul else None, "aten.expm1.default")
-    div = m.take(expm1.inputs[0] if expm1 else None, "aten.div.Tensor", "aten.div.Scalar")
-    if div is None or _arg(div, "self") is not x or not _close(_number(div, "other"), float(alpha or 0)) or not alpha:
+    if mul is not None:
+        alpha, inner = _number(mul, "other"), _arg(mul, "self")
+    expm1 = m.take(inner, "aten.expm1.default")
+    if expm1 is None or not alpha:
+        return None
+    if expm1.inputs[0] is not x:
+        div = m.take(expm1.inputs[0], "aten.div.Tensor", "aten.div.Scalar")
+        if div is None or _arg(div, "self") is not x or not _close(_number(div, "other"), float(alpha)):
+            return None
+    elif alpha != 1:
         return None
     return "aten.celu.default", [x], {"alpha": alpha}
 

@@ -29,8 +29,10 @@ log = logging.getLogger(__name__)
 
 _KIND_OF_INPUT = {S.InputKind.PARAMETER: "parameter", S.InputKind.BUFFER: "buffer",
                   S.InputKind.TENSOR_CONSTANT: "constant", S.InputKind.CUSTOM_OBJ: "custom_obj"}
-_UNREADABLE = {
-    "tensor": "pickled tensor-subclass payload; not decoded because it needs arbitrary Python classes",
+_SUBCLASS = "pickled tensor-subclass payload; not decoded because it needs arbitrary Python classes"
+_UNREADABLE = {  # by payload file prefix (weight_N / tensor_N / custom_obj_N / opaque_obj_N)
+    "weight": _SUBCLASS,
+    "tensor": _SUBCLASS,
     "custom_obj": "TorchScript object (torch._C._pickle_save); never executed by this reader",
     "opaque_obj": "opaque Python object (pickle); never executed by this reader",
 }

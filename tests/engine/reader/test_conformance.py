@@ -217,6 +217,21 @@ def test_cli_inspect_json(fixture):
     assert [i["name"] for i in report["inputs"]][: len(user_inputs)] == user_inputs
 
 
+def test_bundled_samples():
+    """resources/samples: a small CNN well under 1 MB (plus a transformer block) that open."""
+    samples = {p.name: p for p in (REPO / "resources" / "samples").glob("*.pt2")}
+    assert samples["tiny_cnn.pt2"].stat().st_size < 1_000_000
+    ops = set()
+    for path in samples.values():
+        with engine.load(path) as pkg:
+            ops |= {n.op for n in pkg.model.graph.nodes}
+            assert [i.name for i in pkg.model.signature.user_inputs] == ["x"]
+    for op in ("aten.conv2d.default", "aten.batch_norm.default", "aten.hardswish.default",
+               "aten.linear.default", "aten.softmax.int", "aten.layer_norm.default",
+               "aten.scaled_dot_product_attention.default", "aten.gelu.default"):
+        assert op in ops, op
+
+
 def test_reader_never_imports_torch():
     """Open and fully read every fixture in a fresh interpreter where importing torch fails;
     torch must not even be attempted."""

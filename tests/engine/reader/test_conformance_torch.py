@@ -26,6 +26,7 @@ from tests.fixtures.describe import (  # noqa: E402
 )
 from tests.fixtures.make_fixtures import FIXTURES as SPECS  # noqa: E402
 from tests.fixtures.make_fixtures import exported, load_with_torch  # noqa: E402
+from tests.fixtures.runner import REPO  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
@@ -89,3 +90,17 @@ def test_reader_values_equal_torch_tensors(torch_programs):
             raw_r = np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
             assert np.array_equal(raw_t, raw_r), fqn
             assert arr.shape == tuple(t.shape) and ep.tensor_dtype(fqn).torch_name == str(t.dtype)[6:]
+
+
+SAMPLES = sorted((REPO / "resources" / "samples").glob("*.pt2"))
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=[p.name for p in SAMPLES])
+def test_bundled_samples_match_torch(sample):
+    """The sample models shipped in resources/samples read exactly as torch loads them."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ep_t = torch.export.load(str(sample))
+    with engine.load(sample) as pkg:
+        problems = diff_programs(describe_torch_program(ep_t), describe_reader_program(pkg.model))
+    assert not problems, "\n".join(problems)

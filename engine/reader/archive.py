@@ -83,6 +83,7 @@ class ZipArchive:
         self._buf = memoryview(buffer).cast("B") if not isinstance(buffer, memoryview) else buffer
         self.label = label
         self._owner = owner  # the mmap/file kept alive while we exist
+        self.closed = False
         self._verified: set[str] = set()
         self._inflated: dict[str, bytes] = {}
         self.members: list[MemberInfo] = []
@@ -94,6 +95,8 @@ class ZipArchive:
     def open(cls, path: str | os.PathLike) -> "ZipArchive":
         """Memory-map ``path`` read-only and parse its central directory."""
         label = os.fspath(path)
+        if not label:
+            raise PT2FormatError("<empty path>", "no file name given")
         try:
             f = open(label, "rb")
         except FileNotFoundError:
@@ -129,6 +132,7 @@ class ZipArchive:
         """Release the mapping. Views handed out earlier keep their own reference alive."""
         buf, owner = self._buf, self._owner
         self._buf = memoryview(b"")
+        self.closed = True
         self._inflated.clear()
         try:
             buf.release()
@@ -172,6 +176,7 @@ class ZipArchive:
         """The member's uncompressed bytes, zero-copy for stored members (a slice of the
         mapping), inflated once and cached for deflated ones. The CRC is checked on first use."""
         m = self.info(name)
+        self._check_open()
         if m.method == STORED:
             data = self._buf[m.offset:m.offset + m.size]
         else:
@@ -186,6 +191,7 @@ class ZipArchive:
     def read(self, name: str, *, limit: int = MAX_INFLATED_BYTES) -> bytes:
         """The member's bytes as a ``bytes`` copy (for JSON, text and pickles)."""
         m = self.info(name)
+        self._check_open()
         if m.size > limit:
             raise PT2FormatError(name, f"member is {m.size} bytes, more than the {limit}-byte limit")
         if m.method == STORED:
@@ -193,6 +199,10 @@ class ZipArchive:
             self._check_crc(m, data)
             return data
         return bytes(self.view(name, limit=limit))
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise PT2FormatError(self.label, "the package is closed")
 
     def _check_crc(self, m: MemberInfo, data) -> None:
         if m.name in self._verified:

@@ -19,6 +19,7 @@ from engine.errors import PT2Error, PT2FormatError
 from engine.reader import schema as S
 from engine.reader.archive import MemberInfo, ZipArchive
 from engine.reader.decode import decode_payload_config, decode_program
+from engine.reader.jsonload import MAX_JSON_BYTES
 from engine.reader.layout import LEGACY, ModelMembers, PackageLayout, detect_layout
 from engine.reader.modules import ModuleNode, build_module_tree
 from engine.reader.signature import Signature, classify
@@ -88,7 +89,7 @@ class _ExtraFiles(Mapping):
 
     def __getitem__(self, key: str) -> bytes:
         if key not in self._cache:
-            self._cache[key] = self._archive.read(self._members[key])
+            self._cache[key] = self._archive.read(self._members[key], limit=MAX_JSON_BYTES)
         return self._cache[key]
 
     def __iter__(self):
@@ -172,7 +173,7 @@ class ExportedProgram:
     @classmethod
     def _open(cls, package: Package, mm: ModelMembers) -> "ExportedProgram":
         archive = package._archive
-        program = decode_program(archive.read(mm.program), mm.program)
+        program = decode_program(archive.read(mm.program, limit=MAX_JSON_BYTES), mm.program)
         entries = _PayloadIndex(archive, mm, program, package.byteorder).entries()
         store = TensorStore(entries, f"model '{mm.name}'")
         signature = classify(program, store, mm.program)
@@ -318,7 +319,7 @@ class _PayloadIndex:
 
     # pt2 layout: JSON configs + one raw payload per storage group
     def _from_config(self, cfg: str, folder: str, group: str) -> list[TensorEntry]:
-        config = decode_payload_config(self.archive.read(cfg), cfg)
+        config = decode_payload_config(self.archive.read(cfg, limit=MAX_JSON_BYTES), cfg)
         out = []
         for fqn, pm in config.items():
             member = folder + pm.path_name

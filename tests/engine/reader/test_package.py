@@ -245,3 +245,17 @@ def test_the_reader_never_imports_torch():
     """)
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and r.stdout.strip().endswith("OK"), r.stderr
+
+
+def test_closed_package_and_empty_path():
+    path, _ = tiny_pt2()
+    pkg = engine.load(path)
+    arr = pkg.model.tensor("0.weight")
+    pkg.close()
+    assert arr.shape == (2, 4) and float(abs(arr).sum()) > 0  # arrays handed out stay valid
+    with pytest.raises(engine.PT2FormatError, match="the package is closed"):
+        pkg.model.tensor("0.bias")
+    with pytest.raises(engine.PT2FormatError, match="closed"):
+        pkg.model.sample_inputs()
+    with pytest.raises(engine.PT2FormatError, match="no file name"):
+        engine.load("")

@@ -43,7 +43,7 @@ class ErrorReporter(QObject):
 
     def __init__(self, parent_widget: Callable[[], QWidget | None] | None = None, *, headless: bool = False):
         super().__init__()
-        self._parent_widget = parent_widget or (lambda: None)
+        self.parent_widget = parent_widget or (lambda: None)
         self.headless = headless
         self.dialogs: list[QMessageBox] = []
         self.history: list[tuple[str, str]] = []
@@ -79,7 +79,7 @@ class ErrorReporter(QObject):
         self.report(_task_title(task_name, error), error)
 
     def _show(self, title: str, message: str, details: str) -> None:
-        box = QMessageBox(self._parent_widget())
+        box = QMessageBox(self.parent_widget())
         box.setIcon(QMessageBox.Icon.Critical if details else QMessageBox.Icon.Warning)
         box.setWindowTitle(title)
         box.setText(title)

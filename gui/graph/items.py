@@ -16,9 +16,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Sequence
 
 from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtGui import (QBrush, QColor, QFontMetricsF, QPainter, QPainterPath, QPainterPathStroker, QPen,
+from PySide6.QtGui import (QColor, QFontMetricsF, QPainter, QPainterPath, QPainterPathStroker, QPen,
                            QPolygonF, QStaticText)
-from PySide6.QtWidgets import QGraphicsItem, QGraphicsPathItem, QGraphicsPolygonItem, QStyleOptionGraphicsItem
+from PySide6.QtWidgets import QGraphicsItem, QGraphicsPathItem, QStyleOptionGraphicsItem
 
 from .model import INPUT, OUTPUT, PARAM, DisplayEdge, DisplayNode, elide
 
@@ -86,7 +86,6 @@ class NodeItem(QGraphicsItem):
         self._rect = QRectF(-self.w / 2, -self.h / 2, self.w, self.h)
         self._bounds = self._rect.adjusted(-4, -4, 4, 4)
         self.setAcceptHoverEvents(False)
-        self.setZValue(2)
         if node.ghost:
             self.setOpacity(0.5)
 
@@ -187,9 +186,11 @@ class NodeItem(QGraphicsItem):
         top = r.center().y() - total / 2
         offset = -7.0 if (n.problem and n.kind not in (PARAM,)) else 0.0
         painter.setPen(t.text)
+        painter.setFont(t.small if n.kind == PARAM else t.bold)
         painter.drawStaticText(QPointF(r.center().x() - ls.width() / 2 + offset, top), label)
         if two_lines:
             painter.setPen(t.muted)
+            painter.setFont(t.small)
             painter.drawStaticText(QPointF(r.center().x() - ds.width() / 2 + offset, top + ls.height() + gap), detail)
         if n.problem and n.kind != PARAM:
             self._paint_badge(painter, QPointF(r.right() - 10, r.center().y()), t.accent("error"), "!")
@@ -199,13 +200,26 @@ class NodeItem(QGraphicsItem):
             self._paint_badge(painter, QPointF(r.right() - 1, r.top() + 1), t.accent("changed"), "~")
 
     def _paint_badge(self, painter: QPainter, centre: QPointF, colour: QColor, glyph: str) -> None:
+        """A filled circle with a vector glyph: ``!`` problem, ``+`` added, ``~`` changed."""
         painter.setPen(Qt.PenStyle.NoPen)
         painter.setBrush(colour)
         painter.drawEllipse(centre, 6.5, 6.5)
-        painter.setPen(QColor("white"))
-        f = self.theme.bold
-        painter.setFont(f)
-        painter.drawText(QRectF(centre.x() - 6.5, centre.y() - 7, 13, 13), Qt.AlignmentFlag.AlignCenter, glyph)
+        pen = QPen(QColor("white"), 1.6)
+        pen.setCapStyle(Qt.PenCapStyle.RoundCap)
+        painter.setPen(pen)
+        painter.setBrush(Qt.BrushStyle.NoBrush)
+        x, y = centre.x(), centre.y()
+        if glyph == "+":
+            painter.drawLine(QPointF(x - 3.2, y), QPointF(x + 3.2, y))
+            painter.drawLine(QPointF(x, y - 3.2), QPointF(x, y + 3.2))
+        elif glyph == "~":
+            p = QPainterPath(QPointF(x - 3.6, y + 0.8))
+            p.cubicTo(x - 2.2, y - 2.6, x - 0.6, y - 1.2, x, y)
+            p.cubicTo(x + 0.6, y + 1.2, x + 2.2, y + 2.6, x + 3.6, y - 0.8)
+            painter.drawPath(p)
+        else:
+            painter.drawLine(QPointF(x, y - 3.4), QPointF(x, y + 0.8))
+            painter.drawPoint(QPointF(x, y + 3.0))
 
     def _paint_outline(self, painter: QPainter, radius: float) -> None:
         t = self.theme
@@ -228,50 +242,48 @@ class NodeItem(QGraphicsItem):
 ARROW = 5.5
 
 
-class EdgeItem(QGraphicsPathItem):
-    """One operand use, routed along the layout's points; its tooltip names the operand."""
+class EdgePens:
+    """The few pens edges use, made once per theme and shared by every edge."""
 
-    def __init__(self, index: int, edge: DisplayEdge, points: Sequence[tuple[float, float]], theme: "GraphTheme"):
-        super().__init__()
+    def __init__(self, theme: "GraphTheme"):
+        self.normal = self._pen(theme.edge, 1.3)
+        self.param = self._pen(theme.edge_param, 1.0, Qt.PenStyle.DashLine)
+        self.emphasis = self._pen(theme.accent("selected"), 2.2)
+
+    @staticmethod
+    def _pen(colour: QColor, width: float, style: Qt.PenStyle = Qt.PenStyle.SolidLine) -> QPen:
+        pen = QPen(colour, width, style)
+        pen.setCosmetic(True)
+        return pen
+
+    def for_edge(self, edge: DisplayEdge, emphasis: bool) -> QPen:
+        if emphasis:
+            return self.emphasis
+        return self.param if edge.from_param else self.normal
+
+
+class EdgeItem(QGraphicsPathItem):
+    """One operand use, routed along the layout's points (painted by Qt; arrow heads are drawn
+    for all edges at once by the scene)."""
+
+    def __init__(self, index: int, edge: DisplayEdge, points: Sequence[tuple[float, float]], pens: EdgePens):
+        super().__init__(_smooth_path(points))
         self.index = index
         self.edge = edge
-        self.setPath(_smooth_path(points))
-        self.setZValue(1)
-        self.setBrush(Qt.BrushStyle.NoBrush)
-        self._arrow = QGraphicsPolygonItem(self)
-        self._arrow.setPen(Qt.PenStyle.NoPen)
-        if len(points) >= 2:
-            (x, y) = points[-1]
-            self._arrow.setPolygon(QPolygonF([QPointF(x, y), QPointF(x - ARROW * 0.7, y - ARROW * 1.5),
-                                               QPointF(x + ARROW * 0.7, y - ARROW * 1.5)]))
-        self._hover_shape: QPainterPath | None = None
         self.emphasis = False
-        self.set_theme(theme)
+        self._pens = pens
+        self.setPen(pens.for_edge(edge, False))
+        self._hover_shape: QPainterPath | None = None
 
-    def set_theme(self, theme: "GraphTheme") -> None:
-        self.theme = theme
-        self._apply_pen()
+    def set_pens(self, pens: EdgePens) -> None:
+        self._pens = pens
+        self.setPen(pens.for_edge(self.edge, self.emphasis))
 
     def set_emphasis(self, on: bool) -> None:
         if on != self.emphasis:
             self.emphasis = on
-            self._apply_pen()
-            self.setZValue(1.5 if on else 1)
-
-    def _apply_pen(self) -> None:
-        t = self.theme
-        if self.emphasis:
-            colour, width = t.accent("selected"), 2.0
-        elif self.edge.from_param:
-            colour, width = t.edge_param, 1.0
-        else:
-            colour, width = t.edge, 1.3
-        pen = QPen(colour, width)
-        pen.setCosmetic(True)
-        if self.edge.from_param and not self.emphasis:
-            pen.setStyle(Qt.PenStyle.DashLine)
-        self.setPen(pen)
-        self._arrow.setBrush(QBrush(colour))
+            self.setPen(self._pens.for_edge(self.edge, on))
+            self.setZValue(1 if on else 0)
 
     def hover_shape(self) -> QPainterPath:
         """A wide stroke of the path, for tooltips."""
@@ -280,6 +292,18 @@ class EdgeItem(QGraphicsPathItem):
             s.setWidth(8)
             self._hover_shape = s.createStroke(self.path())
         return self._hover_shape
+
+
+def arrow_heads(routes: Sequence[Sequence[tuple[float, float]]]) -> QPainterPath:
+    """One path with a small triangle at the end of every route."""
+    path = QPainterPath()
+    for pts in routes:
+        if len(pts) < 2:
+            continue
+        x, y = pts[-1]
+        path.addPolygon(QPolygonF([QPointF(x, y), QPointF(x - ARROW * 0.7, y - ARROW * 1.5),
+                                   QPointF(x + ARROW * 0.7, y - ARROW * 1.5), QPointF(x, y)]))
+    return path
 
 
 def _smooth_path(points: Sequence[tuple[float, float]]) -> QPainterPath:

@@ -27,6 +27,7 @@ this function, recursively per group.
 """
 from __future__ import annotations
 
+import gc
 import logging
 import time
 from dataclasses import dataclass, field
@@ -92,11 +93,19 @@ def layered_layout(inp: LayoutInput, options: LayoutOptions | None = None,
         if cancel is not None and cancel():
             raise LayoutCancelled()
 
-    sat = _Satellites.find(inp, opt)
-    if not sat.host_of:
-        res = _core_layout(inp, opt, check)
-    else:
-        res = sat.expand(_core_layout(sat.reduced, opt, check), opt)
+    # the layout makes many small short-lived objects; cyclic GC passes over a big heap (the
+    # IR of the model) would cost more than the layout itself
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        sat = _Satellites.find(inp, opt)
+        if not sat.host_of:
+            res = _core_layout(inp, opt, check)
+        else:
+            res = sat.expand(_core_layout(sat.reduced, opt, check), opt)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
     res.seconds = time.perf_counter() - t0
     log.debug("laid out %d nodes (%d satellites), %d edges, %d crossings in %.3fs",
               len(inp.sizes), len(sat.host_of), len(inp.edges), res.crossings, res.seconds)
@@ -428,55 +437,58 @@ class _LayeredGraph:
 
     def assign_x(self, opt: LayoutOptions, check: Callable[[], None]) -> None:
         x = self.x
+        offsets: list[list[float]] = []
         for nodes in self.layers:
-            cur = 0.0
-            for k, v in enumerate(nodes):
-                if k:
-                    cur += self._separation(nodes[k - 1], v, opt)
-                x[v] = cur
+            offs = [0.0] * len(nodes)
+            for k in range(1, len(nodes)):
+                offs[k] = offs[k - 1] + self._separation(nodes[k - 1], nodes[k], opt)
+            offsets.append(offs)
+            for v, o in zip(nodes, offs):
+                x[v] = o
         # centre every layer on the widest one before balancing
-        widest = max((x[nodes[-1]] for nodes in self.layers if nodes), default=0.0)
-        for nodes in self.layers:
+        widest = max((offs[-1] for offs in offsets if offs), default=0.0)
+        for nodes, offs in zip(self.layers, offsets):
             if nodes:
-                off = (widest - x[nodes[-1]]) / 2
+                shift = (widest - offs[-1]) / 2
                 for v in nodes:
-                    x[v] += off
+                    x[v] += shift
+        pull = self._pull
+        up_w = [[(u, pull(u, v)) for u in self.up[v]] for v in range(len(x))]
+        down_w = [[(u, pull(u, v)) for u in self.down[v]] for v in range(len(x))]
+        both_w = [a + b for a, b in zip(up_w, down_w)]
         for it in range(opt.coord_iterations):
             check()
             down = it % 2 == 0
             rng = range(1, len(self.layers)) if down else range(len(self.layers) - 2, -1, -1)
+            nbw = up_w if down else down_w
             for lv in rng:
-                self._place_layer(self.layers[lv], self.up if down else self.down, opt, both=False)
+                self._place_layer(self.layers[lv], offsets[lv], nbw)
         # final balancing pass looking at both sides
         for lv in range(len(self.layers)):
-            self._place_layer(self.layers[lv], None, opt, both=True)
+            self._place_layer(self.layers[lv], offsets[lv], both_w)
 
-    def _place_layer(self, nodes: list[int], nb: list[list[int]] | None, opt: LayoutOptions, both: bool) -> None:
+    def _place_layer(self, nodes: list[int], offsets: list[float], nbw: list[list[tuple[int, float]]]) -> None:
+        """Place one layer at the weighted mean of its neighbours, keeping order and spacing:
+        least squares under ``x[k+1] - x[k] >= sep`` is isotonic regression of ``target - offset``."""
         x = self.x
-        targets: list[float] = []
+        z: list[float] = []
         weights: list[float] = []
-        for v in nodes:
-            ns = (self.up[v] + self.down[v]) if both else nb[v]  # type: ignore[index]
+        for v, off in zip(nodes, offsets):
+            ns = nbw[v]
             if ns:
-                # straight trunks matter most: a dummy pulls harder
-                wsum = 0.0
                 acc = 0.0
-                for u in ns:
-                    w = self._pull(u, v)
+                wsum = 0.0
+                for u, w in ns:
                     acc += w * x[u]
                     wsum += w
-                targets.append(acc / wsum)
+                z.append(acc / wsum - off)
                 weights.append(wsum)
             else:
-                targets.append(x[v])
+                z.append(x[v] - off)
                 weights.append(0.05)
-        offsets = [0.0] * len(nodes)
-        for k in range(1, len(nodes)):
-            offsets[k] = offsets[k - 1] + self._separation(nodes[k - 1], nodes[k], opt)
-        z = [t - o for t, o in zip(targets, offsets)]
         y = _isotonic(z, weights)
-        for k, v in enumerate(nodes):
-            x[v] = y[k] + offsets[k]
+        for v, yv, off in zip(nodes, y, offsets):
+            x[v] = yv + off
 
 
 def _count_inversions(seq: list[int], size: int) -> int:
@@ -559,7 +571,20 @@ def _route_edges(edges: Sequence[tuple[int, int]], lg: _LayeredGraph, layer: lis
         pts.append((x[b], ys[b] - heights[b] / 2))
         raw.append(pts[::-1] if rev else pts)
     _spread_ports(raw, edges, x, lg.width, opt)
-    return [r if r is not None else [] for r in raw]
+    return [_simplify(r) if r is not None else [] for r in raw]
+
+
+def _simplify(pts: list[Point], tol: float = 1.0) -> list[Point]:
+    """Drop interior points of (nearly) vertical runs: a trunk through many layers becomes a
+    few segments."""
+    if len(pts) < 3:
+        return pts
+    out = [pts[0]]
+    for i in range(1, len(pts) - 1):
+        if abs(pts[i][0] - out[-1][0]) > tol or abs(pts[i + 1][0] - pts[i][0]) > tol:
+            out.append(pts[i])
+    out.append(pts[-1])
+    return out
 
 
 def _spread_ports(routes: list[list[Point] | None], edges: Sequence[tuple[int, int]], x: list[float],

@@ -50,6 +50,7 @@ class GraphPanel(QWidget):
         self.hide_params = False
         self.timing: dict[str, float] = {}
         self._pending = None
+        self._marks: dict[str, str] = {}
         self.scene = GraphScene(theme, self)
         self.view = GraphView(self.scene, self)
         self.view.tooltip_for = self._tooltip
@@ -67,6 +68,7 @@ class GraphPanel(QWidget):
         for mkey, label in modes:
             self.mode.addItem(label, mkey)
         self.mode.setVisible(bool(modes))
+        self.mode.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         self.mode.activated.connect(lambda i: self.modeRequested.emit(self.mode.itemData(i)))
         self.info = QLabel("")
         self.info.setObjectName("panelInfo")
@@ -132,9 +134,13 @@ class GraphPanel(QWidget):
         if self.full_graph is not None:
             self.show_graph(self.full_graph, keep_view=True)
 
-    def show_graph(self, graph: DisplayGraph | None, *, message: str = "", keep_view: bool = False) -> None:
-        """Lay ``graph`` out in a worker and show it (None: clear, showing ``message``)."""
+    def show_graph(self, graph: DisplayGraph | None, *, message: str = "", keep_view: bool = False,
+                   marks: dict[str, str] | None = None) -> None:
+        """Lay ``graph`` out in a worker and show it (None: clear, showing ``message``).
+        ``keep_view`` keeps zoom, centre, selection and marks; ``marks`` sets diff marks."""
         self.full_graph = graph
+        if marks is not None or not keep_view:
+            self._marks = dict(marks or {})
         if graph is None:
             if self._pending is not None:
                 self._pending.cancel()
@@ -151,7 +157,7 @@ class GraphPanel(QWidget):
         n = len(shown.nodes)
         self.view.set_message(message or (f"Laying out {n:,} nodes…" if n > 300 else ""))
         self._pending = self.runner.submit(
-            f"layout of the {self.title.text()} graph", _run_layout, shown, sizes, group=f"layout:{self.key}",
+            f"layout of the {self.key} graph", _run_layout, shown, sizes, group=f"layout:{self.key}",
             on_result=lambda res, g=shown, s=sizes, k=keep_view: self._install(g, s, res, k))
 
     def _install(self, graph: DisplayGraph, sizes: list, result: LayoutResult, keep_view: bool) -> None:
@@ -159,15 +165,14 @@ class GraphPanel(QWidget):
         t0 = time.perf_counter()
         selected = self.scene.selected_names()
         linked = [self.scene.nodes[i].node.name for i in self.scene.linked_indices]
-        marks = self.scene.marks
         centre = self.view.mapToScene(self.view.viewport().rect().center())
         zoom = self.view.zoom
         self.graph = graph
         self.scene.set_graph(graph, sizes, result)
+        self.scene.set_marks(self._marks)
         if keep_view:
             self.scene.select(selected)
             self.scene.set_linked(linked)
-            self.scene.set_marks(marks)
             self.view.set_zoom(zoom, centre)
         else:
             self.view.show_start()

@@ -13,12 +13,12 @@ import logging
 from typing import Iterable, Sequence
 
 import numpy as np
-from PySide6.QtCore import QPointF, QRectF, Signal
+from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QPainterPath
-from PySide6.QtWidgets import QGraphicsItem, QGraphicsScene
+from PySide6.QtWidgets import QGraphicsItem, QGraphicsPathItem, QGraphicsScene
 
 from ..theme import GraphTheme
-from .items import EdgeItem, NodeItem, OverviewItem
+from .items import EdgeItem, EdgePens, NodeItem, OverviewItem, arrow_heads
 from .layout import LayoutResult
 from .model import DisplayGraph
 
@@ -67,6 +67,8 @@ class GraphScene(QGraphicsScene):
         self._marks: dict[int, str] = {}
         self._emphasized: list[int] = []
         self._selected: set[int] = set()
+        self._arrows: QGraphicsPathItem | None = None
+        self._pens = EdgePens(theme)
         self.setBackgroundBrush(theme.background)
 
     # ---------------------------------------------------------------- building
@@ -78,21 +80,34 @@ class GraphScene(QGraphicsScene):
         self._linked, self._hits, self._marks, self._emphasized, self._selected = set(), set(), {}, [], set()
         self.preds, self.succs = graph.neighbours()
         self._edges_of = [[] for _ in graph.nodes]
+        # detail items: edges, then arrow heads, then nodes (each group under its own parent,
+        # so the stacking needs no per-item z value and the whole detail level hides at once)
         root = _Layer()
         self.addItem(root)
         self._detail_root = root
+        edge_layer, node_layer = _Layer(), _Layer()
+        edge_layer.setParentItem(root)
+        node_layer.setParentItem(root)
+        edge_layer.setZValue(1)
+        node_layer.setZValue(3)
         theme = self.theme
-        for i, n in enumerate(graph.nodes):
-            item = NodeItem(i, n, sizes[i], theme)
-            item.setPos(layout.x[i], layout.y[i])
-            item.setParentItem(root)
-            self.nodes.append(item)
+        self._pens = EdgePens(theme)
         for k, e in enumerate(graph.edges):
-            item = EdgeItem(k, e, layout.routes[k], theme)
-            item.setParentItem(root)
+            item = EdgeItem(k, e, layout.routes[k], self._pens)
+            item.setParentItem(edge_layer)
             self.edges.append(item)
             self._edges_of[e.src].append(k)
             self._edges_of[e.dst].append(k)
+        self._arrows = QGraphicsPathItem(arrow_heads(layout.routes))
+        self._arrows.setPen(Qt.PenStyle.NoPen)
+        self._arrows.setBrush(theme.edge)
+        self._arrows.setParentItem(root)
+        self._arrows.setZValue(2)
+        for i, n in enumerate(graph.nodes):
+            item = NodeItem(i, n, sizes[i], theme)
+            item.setPos(layout.x[i], layout.y[i])
+            item.setParentItem(node_layer)
+            self.nodes.append(item)
         if graph.nodes:
             xs = np.asarray(layout.x)
             ys = np.asarray(layout.y)
@@ -113,7 +128,7 @@ class GraphScene(QGraphicsScene):
         self._linked, self._hits, self._marks, self._emphasized, self._selected = set(), set(), {}, [], set()
         self.graph, self.layout = None, None
         self.nodes, self.edges, self.sizes = [], [], []
-        self._overview = self._detail_root = None
+        self._overview = self._detail_root = self._arrows = None
         self._rects = np.zeros((0, 4))
         self.setSceneRect(QRectF(0, 0, 1, 1))
 
@@ -291,6 +306,9 @@ class GraphScene(QGraphicsScene):
         self.setBackgroundBrush(theme.background)
         for it in self.nodes:
             it.set_theme(theme)
+        self._pens = EdgePens(theme)
         for e in self.edges:
-            e.set_theme(theme)
+            e.set_pens(self._pens)
+        if self._arrows is not None:
+            self._arrows.setBrush(theme.edge)
         self._build_overview()

@@ -1,0 +1,179 @@
+"""``pt2ncnn-studio``: the application entry point.
+
+::
+
+    pt2ncnn-studio [MODEL.pt2]
+    pt2ncnn-studio --screenshot OUT.png [MODEL.pt2] [--select NODE] [--pass N] [--panel NAME]
+                   [--right pnnx|ncnn] [--tensor FQN] [--theme light|dark] [--size 1600x1000]
+
+Without a model the last one opens (the bundled sample on the very first start), so the window
+is never empty. ``--screenshot`` opens the model, converts it, renders the main window to a PNG
+and exits 0 — or non-zero with a one-line message on stderr when the model cannot be opened or
+converted. The other options set up the state shown (for the README's screenshots).
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="pt2ncnn-studio", description="Inspect .pt2 ExportedPrograms and convert "
+                                "them to ncnn.")
+    p.add_argument("model", nargs="?", help="a .pt2 package to open")
+    p.add_argument("--screenshot", metavar="OUT.png", help="render the window to a PNG and exit")
+    p.add_argument("--size", default="1600x1000", help="window size for --screenshot (WxH)")
+    p.add_argument("--select", metavar="NODE", help="select an ATen node (by name) before the screenshot")
+    p.add_argument("--pass", dest="pass_index", type=int, metavar="N", help="select pass N before the screenshot")
+    p.add_argument("--panel", metavar="NAME", help="raise a panel: problems, passes, tensors, signature, inspector")
+    p.add_argument("--right", choices=("pnnx", "ncnn"), help="graph shown on the right")
+    p.add_argument("--tensor", metavar="FQN", help="open a tensor in the weight viewer")
+    p.add_argument("--search", metavar="TEXT", help="run a search")
+    p.add_argument("--theme", choices=("system", "light", "dark"), help="colour scheme")
+    p.add_argument("--hide-params", action="store_true", help="hide parameter nodes")
+    p.add_argument("--settings", metavar="FILE.ini", help="keep settings in this file")
+    p.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
+    return p.parse_args(argv)
+
+
+def _initial_model(settings, explicit: str | None) -> str:
+    from .document import default_sample
+
+    if explicit:
+        return explicit
+    if settings.first_run:
+        settings.mark_first_run_done()
+        return str(default_sample())
+    for path in settings.recent_files():
+        if Path(path).exists():
+            return path
+    return str(default_sample())
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.screenshot and not os.environ.get("QT_QPA_PLATFORM") and not (
+            os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+        os.environ["QT_QPA_PLATFORM"] = "offscreen"
+
+    from PySide6.QtWidgets import QApplication
+
+    from . import theme  # noqa: F401  (imports gui: applies the binding work-around first)
+    from .errors import ErrorReporter
+    from .main_window import ICON, MainWindow
+    from .settings import Settings
+
+    app = QApplication.instance() or QApplication([sys.argv[0]])
+    app.setApplicationName("pt2ncnn Studio")
+    app.setOrganizationName("pt2ncnn")
+    app.setDesktopFileName("pt2ncnn-studio")
+    app.setStyle("Fusion")
+    if ICON.exists():
+        from PySide6.QtGui import QIcon
+
+        app.setWindowIcon(QIcon(str(ICON)))
+
+    if args.settings:
+        settings = Settings.at(args.settings)
+    elif args.screenshot:  # a clean, default layout: never the user's own state
+        settings = Settings.at(Path(tempfile.mkdtemp(prefix="pt2ncnn-studio-")) / "settings.ini")
+        settings.mark_first_run_done()
+    else:
+        settings = Settings()
+    theme.apply_scheme(args.theme or settings.get("view/theme", "system", str))
+    if args.hide_params:
+        settings.set("view/hide_params", True)
+    if args.right:
+        settings.set("view/right", args.right)
+
+    reporter = ErrorReporter(headless=bool(args.screenshot))
+    reporter.install_hooks()
+    win = MainWindow(settings, reporter=reporter, restore_state=not args.screenshot)
+    reporter.parent_widget = lambda: win
+    if args.screenshot:
+        return screenshot(win, args)
+    win.show()
+    win.open_file(_initial_model(settings, args.model))
+    code = app.exec()
+    reporter.uninstall_hooks()
+    return code
+
+
+def screenshot(win, args: argparse.Namespace) -> int:
+    """Open, convert, set up the requested state, render to ``args.screenshot``."""
+    from .document import default_sample
+
+    model = args.model or str(default_sample())
+    try:
+        w, h = (int(v) for v in args.size.lower().split("x"))
+    except ValueError:
+        print(f"--size {args.size}: expected WIDTHxHEIGHT", file=sys.stderr)
+        return 2
+    win.resize(w, h)
+    win.show()
+    if not Path(model).exists():
+        print(f"{model}: file not found", file=sys.stderr)
+        return 1
+    win.open_file(model)
+    win.wait_settled()
+    if win.doc is None:
+        return 1  # the reporter printed the reader's message
+    if win.doc.conversion is None:
+        win.convert()
+        win.wait_settled()
+        if win.doc.conversion is None:
+            return 1
+    if args.pass_index is not None:
+        if not win.passes.select_pass(args.pass_index):
+            print(f"--pass {args.pass_index}: no such pass", file=sys.stderr)
+            return 2
+        win.docks["passes"].raise_()
+        win.wait_settled()
+    if args.select:
+        if win.aten_panel.graph is None or win.aten_panel.graph.node(args.select) is None:
+            print(f"--select {args.select}: no such ATen node", file=sys.stderr)
+            return 2
+        win.sync.select("aten", [args.select])
+    if args.tensor:
+        win.docks["tensors"].raise_()
+        if not win.tensors.select_name(args.tensor):
+            print(f"--tensor {args.tensor}: no such tensor", file=sys.stderr)
+            return 2
+        win.wait_settled()
+    if args.search:
+        win.find()
+        win.search.edit.setText(args.search)
+        win.search.run()
+        win.search.next()
+    if args.panel:
+        dock = win.docks.get(args.panel)
+        if dock is None:
+            print(f"--panel {args.panel}: one of {', '.join(win.docks)}", file=sys.stderr)
+            return 2
+        dock.show()
+        dock.raise_()
+    win.wait_settled()
+    from PySide6.QtCore import QCoreApplication
+
+    for _ in range(5):
+        QCoreApplication.processEvents()
+    out = Path(args.screenshot)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if not win.grab().save(str(out)):
+        print(f"{out}: could not write the PNG", file=sys.stderr)
+        return 1
+    print(f"wrote {out}")
+    win.close()
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

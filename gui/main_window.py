@@ -1,0 +1,645 @@
+"""The main window: two graph views side by side, the docks, and the flows between them.
+
+Opening (:meth:`MainWindow.open_file`), converting (:meth:`MainWindow.convert`), exporting
+(:meth:`MainWindow.export_to`) and pass snapshots run through the window's
+:class:`~gui.workers.TaskRunner`; their results come back to the ``_on_*`` methods here, which
+hand them to the views. Every task failure goes to the :class:`~gui.errors.ErrorReporter`. A
+failed open keeps the previous model. Menus and shortcuts are built in :mod:`gui.actions`;
+selection linking lives in :mod:`gui.sync`.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QEvent, QSize, Qt, QTimer, Signal
+from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent, QIcon
+from PySide6.QtWidgets import (QDockWidget, QFileDialog, QLabel, QMainWindow, QMessageBox, QProgressBar, QSplitter,
+                               QToolButton, QWidget)
+
+from engine.convert import ConvertOptions
+
+from . import theme
+from .actions import build_actions
+from .convert_dialog import ConvertDialog
+from .document import Conversion, Document, PassView, convert_document, open_document, pass_snapshot
+from .errors import ErrorReporter
+from .graph.panel import GraphPanel
+from .panels.inspector import InspectorContext, InspectorPanel
+from .panels.passes import PassesPanel
+from .panels.problems import ProblemsPanel
+from .panels.search import SearchHit, SearchPanel
+from .panels.signature import SignaturePanel
+from .panels.tensors import TensorRow, TensorsPanel
+from .panels.weights import WeightViewer, load_weight
+from .settings import Settings
+from .sync import ATEN, RIGHT, SelectionSync
+from .workers import TaskRunner
+
+log = logging.getLogger(__name__)
+
+APP_NAME = "pt2ncnn Studio"
+STATE_VERSION = 3
+ICON = Path(__file__).resolve().parent.parent / "resources" / "icons" / "pt2ncnn-studio.svg"
+RIGHT_MODES = (("pnnx", "pnnx graph"), ("ncnn", "ncnn graph"), ("pass", "after pass …"))
+
+
+def export_paths(param_path: str) -> tuple[str, str, str, str]:
+    """``dir/name.ncnn.param`` → the four files written next to each other."""
+    p = os.fspath(param_path)
+    for suffix in (".ncnn.param", ".param", ".ncnn.bin", ".bin"):
+        if p.endswith(suffix):
+            p = p[: -len(suffix)]
+            break
+    return f"{p}.ncnn.param", f"{p}.ncnn.bin", f"{p}.pnnx.param", f"{p}.pnnx.bin"
+
+
+def _write_files(ctx, result, paths: tuple[str, str, str, str], pnnx: bool, partial: bool) -> list[str]:
+    ncnn_param, ncnn_bin, pnnx_param, pnnx_bin = paths
+    ctx.progress(0, 1, "writing files")
+    written = result.write(ncnn_param, ncnn_bin, pnnx_param if pnnx else None, pnnx_bin if pnnx else None,
+                           partial=partial)
+    return [str(w) for w in written]
+
+
+class MainWindow(QMainWindow):
+    documentChanged = Signal()
+    conversionChanged = Signal()
+    exported = Signal(list)
+
+    def __init__(self, settings: Settings | None = None, *, reporter: ErrorReporter | None = None,
+                 restore_state: bool = True):
+        super().__init__()
+        self.settings = settings or Settings()
+        self.reporter = reporter or ErrorReporter(lambda: self)
+        self.runner = TaskRunner(self)
+        self.runner.error.connect(self.reporter.report_task)
+        self.doc: Document | None = None
+        self.right_key = self.settings.get("view/right", "pnnx", str)
+        if self.right_key not in ("pnnx", "ncnn"):
+            self.right_key = "pnnx"
+        self.pass_view: PassView | None = None
+        self.weight_name = ""
+        self.last_export: list[str] = []
+        self.setWindowTitle(APP_NAME)
+        self.setObjectName("mainWindow")
+        if ICON.exists():
+            self.setWindowIcon(QIcon(str(ICON)))
+        self.setAcceptDrops(True)
+        self.setDockNestingEnabled(True)
+
+        gtheme = theme.graph_theme(self.palette())
+        self.aten_panel = GraphPanel("ATen", self.runner, gtheme, key="aten")
+        self.right_panel = GraphPanel("Lowered", self.runner, gtheme, key="right", modes=RIGHT_MODES)
+        self.right_panel.title.setText("")
+        self.right_panel.set_mode(self.right_key)
+        self.right_panel.set_mode_enabled("pass", False)
+        self.right_panel.modeRequested.connect(self.show_right)
+        hide = self.settings.get("view/hide_params", False, bool)
+        for p in (self.aten_panel, self.right_panel):
+            p.set_hide_params(hide)
+        split = QSplitter(Qt.Orientation.Horizontal)
+        split.setObjectName("graphSplitter")
+        split.addWidget(self.aten_panel)
+        split.addWidget(self.right_panel)
+        split.setChildrenCollapsible(False)
+        self.graph_splitter = split
+        self.setCentralWidget(split)
+        self.sync = SelectionSync(self.aten_panel, self.right_panel, self)
+        self.sync.nodeChosen.connect(self._show_in_inspector)
+        for p in (self.aten_panel, self.right_panel):
+            p.view.installEventFilter(self)
+
+        self.inspector = InspectorPanel()
+        self.inspector.linkActivated.connect(self._on_link)
+        self.tensors = TensorsPanel()
+        self.tensors.tensorSelected.connect(self._on_tensor_selected)
+        self.weights = WeightViewer()
+        self.signature = SignaturePanel()
+        self.passes = PassesPanel()
+        self.passes.passSelected.connect(self._on_pass_selected)
+        self.problems = ProblemsPanel()
+        self.problems.problemActivated.connect(self._on_problem)
+        self.search = SearchPanel()
+        self.search.hitActivated.connect(self._on_search_hit)
+        self.search.queryChanged.connect(self._on_search_query)
+        self.docks: dict[str, QDockWidget] = {}
+        self._build_docks()
+
+        self.status_label = QLabel("")
+        self.summary_label = QLabel("")
+        self.summary_label.setObjectName("summaryLabel")
+        self.progress = QProgressBar()
+        self.progress.setMaximumWidth(220)
+        self.progress.setMaximumHeight(16)
+        self.progress.setTextVisible(True)
+        self.progress.setVisible(False)
+        self.cancel_btn = QToolButton()
+        self.cancel_btn.setText("Stop")
+        self.cancel_btn.setToolTip("Stop what is running (Ctrl+.)")
+        self.cancel_btn.setVisible(False)
+        self.cancel_btn.clicked.connect(self.cancel_tasks)
+        sb = self.statusBar()
+        sb.addWidget(self.status_label, 1)
+        sb.addPermanentWidget(self.summary_label)
+        sb.addPermanentWidget(self.progress)
+        sb.addPermanentWidget(self.cancel_btn)
+        self.runner.busyChanged.connect(self._on_busy)
+        self.runner.taskStarted.connect(self._on_task_started)
+
+        self.actions = build_actions(self)
+        self._update_enabled()
+        self.resize(1480, 920)
+        if restore_state:
+            self._restore_state()
+
+    # ------------------------------------------------------------------ docks
+    def _dock(self, key: str, title: str, widget: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:
+        d = QDockWidget(title, self)
+        d.setObjectName(f"dock_{key}")
+        d.setWidget(widget)
+        d.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable | QDockWidget.DockWidgetFeature.DockWidgetClosable
+                      | QDockWidget.DockWidgetFeature.DockWidgetFloatable)
+        self.addDockWidget(area, d)
+        self.docks[key] = d
+        return d
+
+    def _build_docks(self) -> None:
+        R, B, L = (Qt.DockWidgetArea.RightDockWidgetArea, Qt.DockWidgetArea.BottomDockWidgetArea,
+                   Qt.DockWidgetArea.LeftDockWidgetArea)
+        groups = [
+            (R, [("inspector", "Inspector", self.inspector), ("signature", "Signature", self.signature),
+                 ("weights", "Weights", self.weights)]),
+            (B, [("problems", "Problems", self.problems), ("passes", "Passes", self.passes),
+                 ("tensors", "Tensors", self.tensors)]),
+            (L, [("search", "Search", self.search)]),
+        ]
+        for area, members in groups:  # each area: one tab group, the first tab in front
+            docks = [self._dock(key, title, widget, area) for key, title, widget in members]
+            for d in docks[1:]:
+                self.tabifyDockWidget(docks[0], d)
+            docks[0].raise_()
+        ins, prob = self.docks["inspector"], self.docks["problems"]
+        self.docks["search"].hide()
+        self.resizeDocks([ins], [420], Qt.Orientation.Horizontal)
+        self.resizeDocks([prob], [250], Qt.Orientation.Vertical)
+        self.setCorner(Qt.Corner.BottomRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)
+
+    def reset_layout(self) -> None:
+        for d in self.docks.values():
+            self.removeDockWidget(d)
+            d.setFloating(False)
+        for d in list(self.docks.values()):
+            d.deleteLater()
+        self.docks.clear()
+        for w in (self.inspector, self.signature, self.problems, self.passes, self.tensors, self.weights, self.search):
+            w.setParent(None)
+        self._build_docks()
+        for d in self.docks.values():
+            if d.objectName() != "dock_search":
+                d.show()
+        self.actions.refresh_dock_menu()
+
+    def _restore_state(self) -> None:
+        geometry, state = self.settings.window_state()
+        if geometry is not None:
+            self.restoreGeometry(geometry)
+        if state is not None:
+            self.restoreState(state, STATE_VERSION)
+
+    def save_state(self) -> None:
+        self.settings.save_window_state(self.saveGeometry(), self.saveState(STATE_VERSION))
+        self.settings.set("view/right", self.right_key)
+        self.settings.sync()
+
+    # ------------------------------------------------------------------ opening
+    def open_dialog(self) -> None:
+        start = os.path.dirname(self.doc.path) if self.doc else str(Path.home())
+        path, _ = QFileDialog.getOpenFileName(self, "Open ExportedProgram", start,
+                                              "PyTorch ExportedProgram (*.pt2);;All files (*)")
+        if path:
+            self.open_file(path)
+
+    def open_file(self, path: str | os.PathLike, model: str | None = None):
+        """Read a package in a worker; on success it replaces the current model."""
+        path = os.path.abspath(os.fspath(path))
+        name = os.path.basename(path)
+        self.status(f"Opening {name}…")
+        return self.runner.submit(f"Cannot open {name}", open_document, path, model, group="load",
+                                  on_result=self._on_loaded, on_error=lambda e: self.status(f"Could not open {name}"))
+
+    def _on_loaded(self, doc: Document) -> None:
+        old = self.doc
+        for group_task in self.runner.active:
+            if group_task.group in ("convert", "pass", "weight"):
+                group_task.cancel()
+        self.doc = doc
+        self.pass_view = None
+        self.weight_name = ""
+        if old is not None and old is not doc:
+            QTimer.singleShot(0, old.close)
+        self.settings.add_recent(doc.path)
+        self.setWindowTitle(f"{doc.name} — {APP_NAME}")
+        self.summary_label.setText(doc.summary())
+        self.aten_panel.title.setText("ATen")
+        self.aten_panel.show_graph(doc.aten_display)
+        self.right_panel.set_mode_enabled("pass", False)
+        self.right_panel.set_mode(self.right_key)
+        self.right_panel.show_graph(None, message="Not converted yet — Model ▸ Convert (Ctrl+R)")
+        self.sync.set_index(None)
+        self.inspector.show_message("Select a node to see its details.")
+        self.tensors.set_program(doc.program)
+        self.weights.clear()
+        self.signature.set_program(doc.program, doc.package)
+        self.passes.set_records([])
+        self.problems.set_diagnostics([], converted=False)
+        self._update_search_graphs()
+        self.status(f"Opened {doc.name} in {doc.seconds:.2f} s")
+        self._update_enabled()
+        self.documentChanged.emit()
+        if self.settings.get("convert/auto", True, bool):
+            self.convert()
+
+    # ------------------------------------------------------------------ converting
+    def convert_options(self) -> ConvertOptions:
+        plugins = [p for p in str(self.settings.get("convert/plugins", "", str)).split(";") if p]
+        model = self.doc.model_name if self.doc else None
+        return ConvertOptions(fp16=self.settings.get("convert/fp16", True, bool), converters=plugins, model=model)
+
+    def convert_dialog(self) -> ConvertDialog | None:
+        if self.doc is None:
+            return None
+        base = self.doc.conversion.options if self.doc.conversion else self.convert_options()
+        dlg = ConvertDialog(self.doc.program, base, auto_convert=self.settings.get("convert/auto", True, bool),
+                            parent=self)
+        dlg.accepted.connect(lambda d=dlg: self._convert_from_dialog(d))
+        dlg.open()
+        return dlg
+
+    def _convert_from_dialog(self, dlg: ConvertDialog) -> None:
+        opts = dlg.options()
+        self.settings.set("convert/fp16", opts.fp16)
+        self.settings.set("convert/plugins", ";".join(str(p) for p in opts.converters))
+        self.settings.set("convert/auto", dlg.auto.isChecked())
+        self.convert(opts)
+
+    def convert(self, options: ConvertOptions | None = None):
+        if self.doc is None:
+            return None
+        opts = options or self.convert_options()
+        doc = self.doc
+        self.status(f"Converting {doc.name}…")
+        return self.runner.submit("Conversion", convert_document, doc, opts, group="convert",
+                                  on_result=lambda conv, d=doc: self._on_converted(d, conv),
+                                  on_error=lambda e: self._on_convert_failed(doc))
+
+    def _on_convert_failed(self, doc: Document) -> None:
+        if doc is self.doc:
+            self.right_panel.show_graph(None, message="Conversion failed — see the message")
+            self.status("Conversion failed")
+
+    def _on_converted(self, doc: Document, conv: Conversion) -> None:
+        if doc is not self.doc:
+            return
+        doc.conversion = conv
+        self.pass_view = None
+        r = conv.result
+        self.aten_panel.show_graph(conv.aten_display, keep_view=True)
+        self.right_panel.set_mode_enabled("pass", True)
+        self.show_right(self.right_key)
+        self.passes.set_records(r.records)
+        self.problems.set_diagnostics(r.diagnostics)
+        n_err = len(r.errors)
+        if r.ok:
+            self.status(f"Converted: {r.layer_count} ncnn layers in {conv.seconds:.2f} s — ready to export (Ctrl+E)")
+        else:
+            self.status(f"Converted with {n_err} unsupported operator{'s' if n_err != 1 else ''}: "
+                        f"{r.layer_count} layers — see Problems")
+            self.docks["problems"].raise_()
+        self._update_enabled()
+        self.conversionChanged.emit()
+
+    # ------------------------------------------------------------------ right view
+    def show_right(self, key: str) -> None:
+        """Show the pnnx graph, the ncnn graph, or the selected pass's snapshot on the right."""
+        conv = self.doc.conversion if self.doc else None
+        if key == "pass":
+            i = self.passes.current_index()
+            if conv is None:
+                return
+            if i < 0:
+                i = len(conv.result.records) - 1
+                self.passes.select_pass(i)  # triggers _on_pass_selected
+                return
+            self._on_pass_selected(i)
+            return
+        self.right_key = key
+        self.pass_view = None
+        self.right_panel.set_mode(key)
+        self.right_panel.title.setText("")
+        if conv is None:
+            return
+        disp = conv.displays.get(key)
+        if disp is None:
+            self.right_panel.show_graph(None, message=f"No {key} graph (the conversion stopped before it)")
+            self.sync.set_index(None)
+        else:
+            self.right_panel.show_graph(disp)
+            self.sync.set_index(conv.provenance.get(key))
+        self._update_search_graphs()
+
+    def _on_pass_selected(self, index: int) -> None:
+        conv = self.doc.conversion if self.doc else None
+        if conv is None or index < 0:
+            return
+        self.runner.submit("Pass snapshot", pass_snapshot, conv, index, group="pass",
+                           on_result=lambda pv, c=conv: self._on_pass_view(c, pv))
+
+    def _on_pass_view(self, conv: Conversion, pv: PassView) -> None:
+        if self.doc is None or self.doc.conversion is not conv:
+            return
+        self.pass_view = pv
+        self.right_panel.set_mode("pass")
+        rec = conv.result.records[pv.index]
+        self.right_panel.title.setText("")
+        self.right_panel.mode.setItemText(self.right_panel.mode.findData("pass"), f"after {pv.index}. {rec.name}")
+        self.right_panel.show_graph(pv.display, marks=pv.marks, keep_view=False)
+        self.sync.set_index(pv.provenance)
+        self._update_search_graphs()
+
+    def step_pass(self, delta: int) -> None:
+        names = self.passes.visible_pass_names()
+        if not names:
+            return
+        view = self.passes.table
+        row = view.currentIndex().row()
+        row = 0 if row < 0 else max(0, min(self.passes.proxy.rowCount() - 1, row + delta))
+        view.setCurrentIndex(self.passes.proxy.index(row, 0))
+
+    # ------------------------------------------------------------------ inspector, tensors
+    def _right_graph_key(self) -> str:
+        return "snapshot" if self.pass_view is not None else self.right_key
+
+    def _show_in_inspector(self, side: str, name: str) -> None:
+        panel = self.aten_panel if side == ATEN else self.right_panel
+        g = panel.graph
+        node = g.node(name) if g is not None else None
+        if node is None:
+            return
+        op = g.operator(name)
+        conv = self.doc.conversion if self.doc else None
+        ctx = InspectorContext(self.doc.program if self.doc else None, dict(conv.provenance) if conv else {})
+        view = "aten" if side == ATEN else self._right_graph_key()
+        self.inspector.show_node(view, node, op, ctx)
+        if side == ATEN and node.kind == "param" and op is not None:
+            target = op.params.get("target")
+            if target:
+                self.tensors.select_name(str(target))
+
+    def _on_link(self, kind: str, name: str) -> None:
+        if kind == "tensor":
+            self.docks["tensors"].raise_()
+            self.tensors.select_name(name)
+            return
+        if kind == "aten":
+            self.sync.select(ATEN, [name])
+        elif kind in ("pnnx", "ncnn", "snapshot"):
+            if kind in ("pnnx", "ncnn") and (self.pass_view is not None or self.right_key != kind):
+                self.show_right(kind)
+                QTimer.singleShot(0, lambda: self._select_when_ready(self.right_panel, RIGHT, [name]))
+                return
+            self.sync.select(RIGHT, [name])
+
+    def _select_when_ready(self, panel: GraphPanel, side: str, names: list[str]) -> None:
+        if panel.busy:
+            panel.layoutReady.connect(lambda: self.sync.select(side, names), Qt.ConnectionType.SingleShotConnection)
+        else:
+            self.sync.select(side, names)
+
+    def _on_tensor_selected(self, row: TensorRow) -> None:
+        if self.doc is None:
+            return
+        if not row.stored:
+            self.weights.clear(f"{row.name} — {row.kind}" + (f": {row.reason}" if row.reason else " (no stored data)"))
+            return
+        self.weight_name = row.name
+        self.weights.show_loading(row.name)
+        self.docks["weights"].raise_()
+        self.runner.submit(f"Reading {row.name}", load_weight, self.doc.program, row.name, group="weight",
+                           on_result=self._on_weight)
+
+    def _on_weight(self, data) -> None:
+        if data.name == self.weight_name:
+            self.weights.show_data(data)
+
+    # ------------------------------------------------------------------ problems, search
+    def _on_problem(self, d) -> None:
+        names = [n.strip() for n in d.node.split(",") if n.strip()]
+        linked = self.sync.select(ATEN, names)
+        if d.operator and d.operator not in linked and self.right_panel.graph is not None \
+                and self.right_panel.graph.node(d.operator) is not None:
+            self.right_panel.link(linked + [d.operator])
+
+    def _update_search_graphs(self) -> None:
+        graphs = []
+        if self.aten_panel.full_graph is not None:
+            graphs.append(("aten", self.aten_panel.full_graph))
+        if self.right_panel.full_graph is not None:
+            graphs.append((self._right_graph_key(), self.right_panel.full_graph))
+        self.search.set_graphs(graphs)
+
+    def _on_search_query(self, _text: str) -> None:
+        hits = self.search.hits
+        self.aten_panel.scene.set_hits([h.name for h in hits if h.view == "aten"])
+        self.right_panel.scene.set_hits([h.name for h in hits if h.view != "aten"])
+
+    def _on_search_hit(self, hit: SearchHit) -> None:
+        side = ATEN if hit.view == "aten" else RIGHT
+        panel = self.aten_panel if side == ATEN else self.right_panel
+        if panel.graph is not None and panel.graph.node(hit.name) is None and panel.hide_params:
+            panel.set_hide_params(False)  # a hidden parameter was found: show parameters
+            self._select_when_ready(panel, side, [hit.name])
+            return
+        self.sync.select(side, [hit.name])
+
+    def find(self) -> None:
+        d = self.docks["search"]
+        d.show()
+        d.raise_()
+        self.search.focus_edit()
+
+    # ------------------------------------------------------------------ exporting
+    def export_dialog(self) -> None:
+        conv = self.doc.conversion if self.doc else None
+        if conv is None:
+            return
+        stem = Path(self.doc.path).with_suffix("")
+        default = str(Path(self.settings.get("export/dir", str(stem.parent), str)) / f"{stem.name}.ncnn.param")
+        path, _ = QFileDialog.getSaveFileName(self, "Export ncnn model", default, "ncnn param (*.param)")
+        if not path:
+            return
+        partial = False
+        if not conv.result.ok:
+            answer = QMessageBox.question(
+                self, "Incomplete conversion",
+                f"{len(conv.result.errors)} operators are not converted. Write the partial model anyway?")
+            if answer != QMessageBox.StandardButton.Yes:
+                return
+            partial = True
+        self.settings.set("export/dir", os.path.dirname(path))
+        self.export_to(path, partial=partial)
+
+    def export_to(self, param_path: str, *, pnnx: bool | None = None, partial: bool = False):
+        """Write ``<stem>.ncnn.param/.bin`` (and the pnnx files) in a worker."""
+        conv = self.doc.conversion if self.doc else None
+        if conv is None:
+            return None
+        if pnnx is None:
+            pnnx = self.actions.write_pnnx.isChecked()
+        paths = export_paths(param_path)
+        layers = conv.result.layer_count
+        return self.runner.submit("Export", _write_files, conv.result, paths, pnnx, partial, group="export",
+                                  on_result=lambda files, n=layers: self._on_exported(files, n))
+
+    def _on_exported(self, files: list[str], layers: int) -> None:
+        self.last_export = files
+        names = ", ".join(os.path.basename(f) for f in files)
+        folder = os.path.dirname(files[0]) if files else ""
+        self.status(f"Exported {layers} layers → {names} in {folder}")
+        self.exported.emit(files)
+
+    # ------------------------------------------------------------------ view actions
+    def active_panel(self) -> GraphPanel:
+        return self.right_panel if self.sync.last_side == RIGHT else self.aten_panel
+
+    def set_hide_params(self, hide: bool) -> None:
+        self.settings.set("view/hide_params", hide)
+        for p in (self.aten_panel, self.right_panel):
+            p.set_hide_params(hide)
+
+    def set_scheme(self, scheme: str) -> None:
+        self.settings.set("view/theme", scheme)
+        theme.apply_scheme(scheme)
+        self._retheme()
+
+    def _retheme(self) -> None:
+        gt = theme.graph_theme()
+        for p in (self.aten_panel, self.right_panel):
+            p.set_theme(gt)
+        self.weights.apply_palette()
+        cur = self.inspector.current
+        if cur is not None:
+            side = ATEN if cur[0] == "aten" else RIGHT
+            self._show_in_inspector(side, cur[1])
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange) and hasattr(self, "actions"):
+            self._retheme()
+
+    def eventFilter(self, obj, event) -> bool:
+        if event.type() == QEvent.Type.FocusIn:
+            if obj is self.aten_panel.view:
+                self.sync.last_side = ATEN
+            elif obj is self.right_panel.view:
+                self.sync.last_side = RIGHT
+        return super().eventFilter(obj, event)
+
+    def focus_other_view(self) -> None:
+        target = self.aten_panel if self.sync.last_side == RIGHT else self.right_panel
+        target.view.setFocus()
+
+    # ------------------------------------------------------------------ status and tasks
+    def status(self, text: str) -> None:
+        self.status_label.setText(text)
+        log.info("%s", text)
+
+    def cancel_tasks(self) -> None:
+        for t in self.runner.active:
+            t.cancel()
+        self.status("Stopped")
+
+    def _on_task_started(self, task) -> None:
+        if task.name.startswith("layout") and task.args and len(task.args[0]) < 300:
+            return  # small layouts are too quick to show
+        self.progress.setFormat(task.name.replace("Cannot open", "Opening") + " %p%")
+        self.progress.setRange(0, 0)
+        task.progressed.connect(self._on_progress)
+
+    def _on_progress(self, done: int, total: int, message: str) -> None:
+        if total > 0:
+            self.progress.setRange(0, total)
+            self.progress.setValue(done)
+        if message:
+            self.progress.setFormat(f"{message} %p%")
+
+    def _on_busy(self, busy: bool) -> None:
+        show = busy and any(not t.name.startswith("layout") or len(t.args[0]) >= 300
+                            for t in self.runner.active if t.args)
+        self.progress.setVisible(show)
+        self.cancel_btn.setVisible(show)
+        if not busy:
+            self.progress.setRange(0, 1)
+
+    def _update_enabled(self) -> None:
+        a = self.actions
+        has_doc = self.doc is not None
+        has_conv = has_doc and self.doc.conversion is not None
+        a.convert.setEnabled(has_doc)
+        a.convert_options.setEnabled(has_doc)
+        a.export.setEnabled(has_conv)
+        for act in (a.show_pnnx, a.show_ncnn, a.next_pass, a.prev_pass):
+            act.setEnabled(has_conv)
+
+    def wait_settled(self, timeout_ms: int = 120_000) -> bool:
+        """Turn the event loop until nothing runs anymore (tests, ``--screenshot``)."""
+        import time
+
+        from PySide6.QtCore import QCoreApplication
+
+        deadline = time.monotonic() + timeout_ms / 1000
+        quiet = 0
+        while time.monotonic() < deadline:
+            left = int((deadline - time.monotonic()) * 1000)
+            self.runner.wait_idle(max(left, 1))
+            QCoreApplication.processEvents()
+            quiet = quiet + 1 if not self.runner.busy else 0
+            if quiet >= 3:
+                return True
+        return False
+
+    # ------------------------------------------------------------------ window events
+    def dragEnterEvent(self, event: QDragEnterEvent) -> None:
+        if event.mimeData().hasUrls() and any(u.isLocalFile() for u in event.mimeData().urls()):
+            event.acceptProposedAction()
+
+    def dropEvent(self, event: QDropEvent) -> None:
+        files = [u.toLocalFile() for u in event.mimeData().urls() if u.isLocalFile()]
+        if files:
+            event.acceptProposedAction()
+            self.open_file(files[0])
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        self.save_state()
+        self.runner.shutdown()
+        if self.doc is not None:
+            self.doc.close()
+        super().closeEvent(event)
+
+    def sizeHint(self) -> QSize:
+        return QSize(1480, 920)
+
+    # helper for the About box
+    def about(self) -> None:
+        box = QMessageBox(self)
+        box.setWindowTitle(f"About {APP_NAME}")
+        box.setText(f"<b>{APP_NAME}</b>")
+        box.setInformativeText("Inspect PyTorch ExportedProgram packages (.pt2) and convert them to ncnn — "
+                               "without torch. ATen and lowered graphs side by side, linked by provenance, "
+                               "with every pass's diff.")
+        box.open()
+
+    def program(self) -> Any:
+        return self.doc.program if self.doc else None

@@ -1,0 +1,90 @@
+"""Problems panel: every diagnostic of the conversion (node, op, reason, module, source,
+stage) in a table (:class:`ProblemsModel`). Clicking or activating a row emits
+:attr:`ProblemsPanel.problemActivated` with the diagnostic; the window focuses the node.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from PySide6.QtCore import QModelIndex, Qt, Signal
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import QLabel, QStyle, QVBoxLayout, QWidget
+
+from engine.diagnostics import Diagnostic
+
+from .tables import RowTableModel, row_table, set_widths
+
+
+class ProblemsModel(RowTableModel):
+    COLUMNS = ("", "Node", "Op", "Reason", "Module", "Source", "Stage")
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self._icons = {}
+
+    @property
+    def items(self) -> list[Diagnostic]:
+        return self.rows
+
+    def set_items(self, items: Sequence[Diagnostic]) -> None:
+        # errors first, then warnings; stable within each
+        self.set_rows(sorted(items, key=lambda d: 0 if d.severity == "error" else 1))
+
+    def data(self, index: QModelIndex, role=Qt.ItemDataRole.DisplayRole):
+        if not index.isValid():
+            return None
+        d = self.rows[index.row()]
+        c = index.column()
+        if role == Qt.ItemDataRole.DisplayRole:
+            return ("", d.node, d.op, d.reason, d.module, d.source, d.stage)[c]
+        if role == Qt.ItemDataRole.DecorationRole and c == 0:
+            return self._icon(d.severity)
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return str(d)
+        if role == Qt.ItemDataRole.ForegroundRole and c == 3 and d.severity == "error":
+            return QColor("#d62828")
+        return None
+
+    def _icon(self, severity: str):
+        if severity not in self._icons:
+            from PySide6.QtWidgets import QApplication
+
+            sp = (QStyle.StandardPixmap.SP_MessageBoxCritical if severity == "error"
+                  else QStyle.StandardPixmap.SP_MessageBoxWarning)
+            self._icons[severity] = QApplication.style().standardIcon(sp)
+        return self._icons[severity]
+
+
+class ProblemsPanel(QWidget):
+    problemActivated = Signal(object)  #: Diagnostic
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.model = ProblemsModel(self)
+        self.summary = QLabel("Not converted yet.")
+        self.summary.setObjectName("problemsSummary")
+        self.table = row_table("problemsTable", self.model, stretch=3)
+        self.table.clicked.connect(self._activate)
+        self.table.activated.connect(self._activate)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(4, 4, 4, 4)
+        lay.addWidget(self.summary)
+        lay.addWidget(self.table, 1)
+
+    def set_diagnostics(self, items: Sequence[Diagnostic] | None, *, converted: bool = True) -> None:
+        items = list(items or [])
+        self.model.set_items(items)
+        errors = sum(1 for d in items if d.severity == "error")
+        warnings = len(items) - errors
+        if not converted:
+            self.summary.setText("Not converted yet.")
+        elif not items:
+            self.summary.setText("No problems: every operator converted.")
+        else:
+            self.summary.setText(f"<b>{errors}</b> error{'s' if errors != 1 else ''}, "
+                                 f"{warnings} warning{'s' if warnings != 1 else ''} — click one to find it in the graphs")
+        set_widths(self.table, {0: 24, 1: 130, 2: 200, 4: 150, 5: 150, 6: 120})
+
+    def _activate(self, index: QModelIndex) -> None:
+        if index.isValid():
+            self.problemActivated.emit(self.model.items[index.row()])

@@ -1,0 +1,66 @@
+"""Fixtures of the GUI tests: a main window with settings in a temporary file, the bundled
+samples, and models exported with torch at test time (once per session)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import gui  # noqa: E402,F401  (applies the binding work-around before any Qt call)
+from gui.main_window import MainWindow  # noqa: E402
+from gui.settings import Settings  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLES = ROOT / "resources" / "samples"
+TINY_CNN = SAMPLES / "tiny_cnn.pt2"
+TINY_TRANSFORMER = SAMPLES / "tiny_transformer.pt2"
+
+
+@pytest.fixture
+def settings(tmp_path) -> Settings:
+    s = Settings.at(tmp_path / "studio.ini")
+    s.mark_first_run_done()
+    return s
+
+
+@pytest.fixture
+def window(qtbot, settings):
+    w = MainWindow(settings, restore_state=False)
+    qtbot.addWidget(w)
+    w.resize(1500, 950)
+    w.show()
+    qtbot.waitExposed(w)
+    yield w
+    w.reporter.dismiss_all()
+    w.runner.shutdown()
+
+
+def open_model(window: MainWindow, path, *, timeout_ms: int = 120_000) -> None:
+    """Open (and, with the default settings, convert) a model; wait until everything settled."""
+    window.open_file(path)
+    assert window.wait_settled(timeout_ms), "the window did not settle"
+    assert window.doc is not None and os.path.samefile(window.doc.path, path), window.reporter.history
+
+
+@pytest.fixture(scope="session")
+def exported(tmp_path_factory):
+    """``exported(name)`` → path of a .pt2 exported from :mod:`tests.gui.models` (cached)."""
+    torch = pytest.importorskip("torch")
+    import studio_models as models
+
+    folder = tmp_path_factory.mktemp("gui_models")
+    cache: dict[str, Path] = {}
+    makers = {
+        "unsupported": lambda p: models.export(models.WithUnsupportedOp(), (torch.randn(1, 3, 8, 8),), p),
+        "densenet121": lambda p: models.export(models.DenseNet121(), (torch.randn(1, 3, 224, 224),), p),
+    }
+
+    def get(name: str) -> Path:
+        if name not in cache:
+            cache[name] = makers[name](folder / f"{name}.pt2")
+        return cache[name]
+
+    return get

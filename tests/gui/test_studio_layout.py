@@ -1,0 +1,126 @@
+"""The layered layout (pure Python): placement invariants, satellites, cancellation, speed."""
+from __future__ import annotations
+
+import random
+import time
+
+import pytest
+
+from gui.graph.layout import LayoutCancelled, LayoutInput, layered_layout
+
+
+def _chain_with_params(n_ops: int, params_per_op: int = 2, skip_every: int = 5) -> LayoutInput:
+    sizes, edges, sat = [], [], []
+
+    def node(w, h, s=False):
+        sizes.append((w, h))
+        sat.append(s)
+        return len(sizes) - 1
+
+    prev = node(80, 34)
+    skip_from = prev
+    for k in range(n_ops):
+        ps = [node(50, 30, True) for _ in range(params_per_op)]
+        v = node(100, 38)
+        edges.append((prev, v))
+        edges.extend((p, v) for p in ps)
+        if k % skip_every == 0 and k:
+            edges.append((skip_from, v))  # a residual: a long edge
+            skip_from = v
+        prev = v
+    return LayoutInput(sizes, edges, sat)
+
+
+def _boxes(inp, res):
+    return [(res.x[i] - w / 2, res.y[i] - h / 2, res.x[i] + w / 2, res.y[i] + h / 2) for i, (w, h) in
+            enumerate(inp.sizes)]
+
+
+def test_nodes_do_not_overlap_and_edges_point_down():
+    inp = _chain_with_params(60)
+    res = layered_layout(inp)
+    boxes = _boxes(inp, res)
+    for i in range(len(boxes)):
+        for j in range(i + 1, len(boxes)):
+            a, b = boxes[i], boxes[j]
+            overlap = a[0] < b[2] - 0.5 and b[0] < a[2] - 0.5 and a[1] < b[3] - 0.5 and b[1] < a[3] - 0.5
+            assert not overlap, (i, j, a, b)
+    for (u, v), route in zip(inp.edges, res.routes):
+        assert res.y[u] < res.y[v]
+        assert route[0][1] == pytest.approx(res.y[u] + inp.sizes[u][1] / 2)  # leaves the source's bottom
+        assert route[-1][1] == pytest.approx(res.y[v] - inp.sizes[v][1] / 2)  # enters the target's top
+        assert all(route[k][1] <= route[k + 1][1] + 1e-6 for k in range(len(route) - 1))
+
+
+def test_parameters_sit_right_above_their_operator():
+    inp = _chain_with_params(10, params_per_op=4)
+    res = layered_layout(inp)
+    for (u, v) in inp.edges:
+        if inp.satellite[u]:
+            assert res.layer[u] == res.layer[v]
+            gap = (res.y[v] - inp.sizes[v][1] / 2) - (res.y[u] + inp.sizes[u][1] / 2)
+            assert 0 < gap < 30
+            assert abs(res.x[u] - res.x[v]) < 200
+
+
+def test_a_straight_chain_stays_straight():
+    inp = LayoutInput([(90, 36)] * 30, [(i, i + 1) for i in range(29)])
+    res = layered_layout(inp)
+    assert max(res.x) - min(res.x) < 1e-6
+    assert res.crossings == 0
+
+
+def test_layers_and_order_describe_every_real_node():
+    inp = _chain_with_params(20)
+    res = layered_layout(inp)
+    listed = sorted(i for row in res.layers for i in row)
+    assert listed == sorted(i for i in range(len(inp.sizes)) if not inp.satellite[i])
+    for row in res.layers:
+        assert [res.order[i] for i in row] == list(range(len(row)))
+        assert [res.x[i] for i in row] == sorted(res.x[i] for i in row)
+
+
+def test_cancel_stops_the_layout():
+    inp = _chain_with_params(200)
+    with pytest.raises(LayoutCancelled):
+        layered_layout(inp, cancel=lambda: True)
+
+
+def _dense_graph(blocks=(6, 12, 24, 16), per_layer=6, params=3, seed=1) -> LayoutInput:
+    """A DenseNet-shaped graph: every layer of a block reads the concatenation of all before."""
+    rnd = random.Random(seed)
+    sizes, edges, sat = [], [], []
+
+    def node(w, h, s=False):
+        sizes.append((w, h))
+        sat.append(s)
+        return len(sizes) - 1
+
+    def op(*ins):
+        ps = [node(rnd.randint(40, 110), 30, True) for _ in range(params)]
+        v = node(rnd.randint(70, 150), 38)
+        edges.extend((i, v) for i in ins)
+        edges.extend((p, v) for p in ps)
+        return v
+
+    cur = op(node(80, 34))
+    for b, n in enumerate(blocks):
+        feats = [cur]
+        for _ in range(n):
+            a = op(*feats)
+            for _ in range(per_layer - 1):
+                a = op(a)
+            feats.append(a)
+        cur = op(*feats)
+    edges.append((cur, node(80, 34)))
+    return LayoutInput(sizes, edges, sat)
+
+
+def test_a_1500_node_graph_lays_out_well_under_two_seconds():
+    inp = _dense_graph()
+    assert 1400 <= len(inp.sizes) <= 2000
+    t0 = time.perf_counter()
+    res = layered_layout(inp)
+    elapsed = time.perf_counter() - t0
+    assert elapsed < 1.5, f"layout took {elapsed:.2f}s"
+    assert len(res.routes) == len(inp.edges) and all(res.routes)

@@ -197,7 +197,7 @@ def _same(kind: str, a: Any, b: Any) -> bool:
     return a == b
 
 
-def _default(spec: LayerSpec, p: ParamSpec, resolved: Mapping[str, Any]) -> Any:
+def _default(p: ParamSpec, resolved: Mapping[str, Any]) -> Any:
     if p.default_ref is not None:
         return resolved[p.default_ref]
     if p.default_expr is not None:
@@ -222,7 +222,7 @@ def _resolve(spec: LayerSpec, given: Mapping[str, Any]) -> dict[str, Any]:
             elif p.default_expr is not None and not expr.names(p.default_expr) <= out.keys():
                 rest.append(p)
             else:
-                out[p.name] = _default(spec, p, out)
+                out[p.name] = _default(p, out)
         if not rest:
             return out
         pending = rest
@@ -247,7 +247,7 @@ def make_params(layer_type: str, **values: Any) -> dict[int, Any]:
     for p in sorted(spec.params, key=lambda q: q.id):
         if p.name not in coerced:
             continue
-        default = _default(spec, p, resolved)
+        default = _default(p, resolved)
         if default is not None and _same(p.kind, coerced[p.name], default) and p.name not in explicit_defaults:
             continue
         out[p.id] = coerced[p.name]

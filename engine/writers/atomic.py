@@ -69,7 +69,7 @@ class TempFile:
             n = self._f.write(data)
         except OSError as e:
             raise write_error(self.target, e) from e
-        self._pos += len(memoryview(data).cast("B")) if not isinstance(data, (bytes, bytearray)) else len(data)
+        self._pos += memoryview(data).nbytes
         return n
 
     def tell(self) -> int:

@@ -43,7 +43,7 @@ def _ncnn_rank(shape, meta) -> int:
     return rank
 
 
-def check_structure(graph: Graph, layers: list[Operator]) -> list[str]:
+def check_structure(layers: list[Operator]) -> list[str]:
     problems: list[str] = []
     layer_ids = {id(op) for op in layers}
     seen_layers: set[str] = set()
@@ -122,7 +122,7 @@ def check_graph(graph: Graph) -> list[str]:
     layers = ncnn_layers(graph)
     if not layers:
         return ["the graph has no layers"]
-    problems = check_structure(graph, layers)
+    problems = check_structure(layers)
     for op in layers:
         problems += check_layer(op)
     return problems

@@ -13,7 +13,7 @@ import pytest
 
 from engine.errors import ModelFileError, WriteError
 from engine.ir import Attribute
-from engine.writers import read_ncnn_param, write_ncnn
+from engine.writers import check_ncnn, read_ncnn_param, write_ncnn
 from engine.writers.ncnn_bin import FP16_TAG, to_fp16
 
 from tests.engine.writers.ncnn_graphs import NetBuilder
@@ -187,6 +187,8 @@ def test_read_back_what_was_written(fp16, tmp_path):
     assert w["weight_data"].dtype == ("f16" if fp16 else "f32")
     np.testing.assert_allclose(w["weight_data"].data.astype(np.float32), b.g.find_op("conv").attrs["weight_data"].data.ravel(),
                                rtol=1e-3 if fp16 else 0)
+    assert check_ncnn(g) == []
+    assert "has 0 weights" in check_ncnn(read_ncnn_param(param))[0]  # param file alone: no weights
     write_ncnn(g, tmp_path / "again.param", tmp_path / "again.bin", fp16=fp16)
     assert (tmp_path / "again.bin").read_bytes() == bin_.read_bytes()
     assert (tmp_path / "again.param").read_text() == param.read_text()

@@ -1,0 +1,109 @@
+"""Fuse the channel-shuffle pattern (ShuffleNet's ``view → transpose → view``, and what
+``run_decompositions()`` makes of ``channel_shuffle``) into ``nn.ChannelShuffle``, as pnnx's
+``fuse_channel_shuffle`` does::
+
+    Tensor.reshape (N, C, H, W) → (N, g, C/g, H, W)
+    Tensor.permute dims=(0, 2, 1, 3, 4)   or   torch.transpose dim0=1 dim1=2
+    Tensor.reshape → (N, C, H, W)
+
+The matcher of ``reshape → permute → reshape`` chains is shared with ``fuse_pixel_shuffle``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..ir import Graph, Operand, Operator
+from .manager import graph_pass
+
+_RESHAPE = ("Tensor.reshape", "Tensor.view")
+_PERMUTE = ("Tensor.permute", "torch.permute", "torch.transpose")
+
+
+@dataclass
+class Chain:
+    """A ``reshape → permute → reshape`` chain whose intermediates have no other use."""
+
+    first: Operator
+    permute: Operator
+    last: Operator
+    dims: list[int]
+
+    @property
+    def input(self) -> Operand:
+        return self.first.inputs[0]
+
+    @property
+    def mid_shape(self) -> list:
+        return list(self.first.outputs[0].shape or [])
+
+    @property
+    def output(self) -> Operand:
+        return self.last.outputs[0]
+
+
+def _single_use(op: Operator, consumer_types: tuple[str, ...]) -> Operator | None:
+    if len(op.outputs) != 1 or len(op.outputs[0].consumers) != 1:
+        return None
+    c = op.outputs[0].consumers[0]
+    return c if c.type in consumer_types else None
+
+
+def _dims(op: Operator) -> list[int] | None:
+    rank = len(op.inputs[0].shape or [])
+    if op.type == "torch.transpose":
+        dims = list(range(rank))
+        d0, d1 = op.params["dim0"] % rank, op.params["dim1"] % rank
+        dims[d0], dims[d1] = dims[d1], dims[d0]
+        return dims
+    return [d % rank for d in op.params.get("dims", [])] if rank else None
+
+
+def reshape_permute_reshape_chains(graph: Graph):
+    """Every :class:`Chain` in the graph (static shapes only)."""
+    for op in list(graph.ops):
+        if op.type not in _RESHAPE or not op.inputs:
+            continue
+        perm = _single_use(op, _PERMUTE)
+        last = _single_use(perm, _RESHAPE) if perm is not None else None
+        if last is None:
+            continue
+        shapes = [op.inputs[0].shape, op.outputs[0].shape, last.outputs[0].shape]
+        if any(s is None or not all(isinstance(d, int) for d in s) for s in shapes):
+            continue
+        dims = _dims(perm)
+        if dims is not None:
+            yield Chain(op, perm, last, dims)
+
+
+def replace_chain(graph: Graph, chain: Chain, type_: str, params: dict[str, Any]) -> Operator:
+    """Replace the chain by one operator ``type_`` from its input to its output."""
+    out = chain.output
+    new_out = graph.new_operand(out.name + "_fused", dtype=out.dtype, shape=out.shape)
+    new_out.meta = dict(out.meta)
+    fused = graph.add_op(type_, chain.last.name, [chain.input], [new_out], params=params, before=chain.first,
+                         provenance=chain.first.provenance.union(chain.permute.provenance, chain.last.provenance))
+    for k in ("source", "module_stack", "aten_op"):
+        if k in chain.last.meta:
+            fused.meta[k] = chain.last.meta[k]
+    graph.replace_all_uses(out, new_out)
+    name = out.name
+    for op in (chain.last, chain.permute, chain.first):
+        graph.remove_op(op)
+    graph.rename_operand(new_out, name)
+    return fused
+
+
+@graph_pass("fuse_channel_shuffle", "reshape(N,g,C/g,H,W) → transpose(1,2) → reshape(N,C,H,W) → nn.ChannelShuffle")
+def run(graph, cx):
+    for chain in list(reshape_permute_reshape_chains(graph)):
+        if any(op not in graph.ops for op in (chain.first, chain.permute, chain.last)):
+            continue
+        x, mid = chain.input.shape, chain.mid_shape
+        if len(x) != 4 or len(mid) != 5 or chain.dims != [0, 2, 1, 3, 4]:
+            continue
+        n, c, h, w = x
+        groups = mid[1]
+        if mid != [n, groups, c // groups, h, w] or groups * (c // groups) != c or chain.output.shape != x:
+            continue
+        replace_chain(graph, chain, "nn.ChannelShuffle", {"groups": groups})

@@ -1,0 +1,216 @@
+"""Shape converters: reshape/flatten/squeeze/unsqueeze, permute/transpose, cat, chunk/split,
+slice/select, channel shuffle — checked numerically in ncnn, both dialects."""
+import itertools
+
+import pytest
+import torch
+from torch import nn
+
+from tests.harness import DIALECTS, check_module
+
+
+class Fn(nn.Module):
+    """Wrap a function of the inputs as a module (a fresh class per test keeps exports apart)."""
+
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *xs):
+        return self.fn(*xs)
+
+
+RESHAPES = {
+    "flatten1": lambda x: torch.flatten(x, 1),
+    "flatten2": lambda x: torch.flatten(x, 2),
+    "flatten_mid": lambda x: torch.flatten(x, 1, 2),
+    "flatten_all": lambda x: torch.flatten(x),
+    "view_1_-1": lambda x: x.view(1, -1),
+    "reshape_c_-1": lambda x: x.reshape(x.size(0), 6, -1),
+    "reshape_4d": lambda x: x.reshape(1, 3, 8, 5),
+    "reshape_2d": lambda x: x.reshape(-1, 5).unsqueeze(0),
+    "unflatten": lambda x: x.flatten(2).unflatten(2, (2, 10)),
+    "squeeze_dim": lambda x: x[:, :1].squeeze(1),
+    "squeeze_all": lambda x: x[:, :, :1].squeeze().unsqueeze(0),
+    "unsqueeze_last": lambda x: x.unsqueeze(-1),
+    "unsqueeze_1": lambda x: x.flatten(2).unsqueeze(1),
+    "unsqueeze_squeeze": lambda x: x.flatten(2).unsqueeze(2).squeeze(2),
+}
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("name", list(RESHAPES))
+def test_reshape_family(tmp_path, dialect, name):
+    check_module(Fn(RESHAPES[name]), [torch.randn(1, 6, 4, 5)], tmp_path, dialect=dialect)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_flatten_is_flatten_layer(tmp_path, dialect):
+    checked = check_module(nn.Flatten(), [torch.randn(1, 3, 4, 5)], tmp_path, dialect=dialect)
+    assert [op.type for op in checked.result.ncnn.ops] == ["Input", "Flatten"]
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("dims", [(0,) + p for p in itertools.permutations((1, 2, 3))][1:])
+def test_permute_4d(tmp_path, dialect, dims):
+    check_module(Fn(lambda x: x.permute(*dims)), [torch.randn(1, 2, 3, 4)], tmp_path, dialect=dialect,
+                 expect_types=["Permute"])
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("dims", [(0, 2, 1), (1, 0, 2)])
+def test_permute_3d(tmp_path, dialect, dims):
+    check_module(Fn(lambda x: x.permute(*dims).permute(*dims).flatten(1)), [torch.randn(1, 5, 7)], tmp_path, dialect=dialect)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("dims", list(itertools.permutations((1, 2, 3, 4)))[1::5])
+def test_permute_5d_is_4d_in_ncnn(tmp_path, dialect, dims):
+    check_module(Fn(lambda x: x.permute(0, *dims)), [torch.randn(1, 2, 3, 4, 5)], tmp_path, dialect=dialect,
+                 expect_types=["Permute"])
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("d0,d1", [(1, 2), (2, 3), (-1, -3), (1, 3)])
+def test_transpose(tmp_path, dialect, d0, d1):
+    check_module(Fn(lambda x: x.transpose(d0, d1)), [torch.randn(1, 2, 3, 4)], tmp_path, dialect=dialect,
+                 expect_types=["Permute"])
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_transpose_through_batch_axis(tmp_path, dialect):
+    check_module(Fn(lambda x: x.transpose(0, 1).transpose(1, 2).transpose(0, 2)), [torch.randn(1, 5, 7)], tmp_path,
+                 dialect=dialect)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_t(tmp_path, dialect):
+    check_module(Fn(lambda x: x.view(4, 5).t().reshape(1, 5, 4)), [torch.randn(1, 4, 5)], tmp_path, dialect=dialect)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("n", [2, 3, 4])
+@pytest.mark.parametrize("dim", [1, 2, 3, -1])
+def test_cat_4d(tmp_path, dialect, n, dim):
+    xs = [torch.randn(1, 2 + (k if dim == 1 else 0), 3 + (k if dim == 2 else 0), 4 + (k if dim in (3, -1) else 0))
+          for k in range(n)]
+    check_module(Fn(lambda *t: torch.cat(t, dim)), xs, tmp_path, dialect=dialect, expect_types=["Concat"])
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("dim", [1, 2])
+def test_cat_3d(tmp_path, dialect, dim):
+    xs = [torch.randn(1, 3, 4), torch.randn(1, 3, 4)]
+    check_module(Fn(lambda a, b: torch.cat([a, b, a], dim)), xs, tmp_path, dialect=dialect, expect_types=["Concat"])
+
+
+SPLITS = {
+    "chunk_c": lambda x: x.chunk(3, 1),
+    "chunk_c_uneven": lambda x: x[:, :7].chunk(3, 1),
+    "chunk_h": lambda x: x.chunk(2, 2),
+    "chunk_w": lambda x: x.chunk(2, -1),
+    "split_sizes_c": lambda x: x.split([2, 4, 3], 1),
+    "split_int_w": lambda x: x.split(2, 3),
+    "split_h_ones": lambda x: x.split(1, 2),
+    "unbind_c": lambda x: x[:, :3].unbind(1),
+}
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("name", list(SPLITS))
+def test_split_family(tmp_path, dialect, name):
+    # core ATen spells unbind as one select per output (Crop layers)
+    expect = None if name == "unbind_c" else ["Slice"]
+    check_module(Fn(SPLITS[name]), [torch.randn(1, 9, 4, 5)], tmp_path, dialect=dialect, expect_types=expect)
+
+
+SLICES = {
+    "c_range": lambda x: x[:, 2:7],
+    "c_step2": lambda x: x[:, 1:8:2],
+    "c_step3_tail": lambda x: x[:, 2::3],
+    "h_step2": lambda x: x[:, :, ::2],
+    "w_step3": lambda x: x[:, :, :, 1::3],
+    "h_negative": lambda x: x[:, :, 1:-1],
+    "w_last3": lambda x: x[..., -3:],
+    "hw_both": lambda x: x[:, :, 1:, 2:],
+    "select_c": lambda x: x[:, 3],
+    "select_h_last": lambda x: x[:, :, -1],
+    "select_w": lambda x: x[:, :, :, 2],
+}
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("name", list(SLICES))
+def test_slice_family(tmp_path, dialect, name):
+    check_module(Fn(SLICES[name]), [torch.randn(1, 9, 6, 7)], tmp_path, dialect=dialect, expect_types=["Crop"]
+                 if name in ("c_range", "h_negative", "w_last3", "hw_both") else None)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("name", ["steps_3d", "steps_2d"])
+def test_strided_slice_lower_rank(tmp_path, dialect, name):
+    fn = {"steps_3d": lambda x: x[:, 1::2, ::3], "steps_2d": lambda x: x.flatten(1)[:, 3::4]}[name]
+    check_module(Fn(fn), [torch.randn(1, 7, 10)], tmp_path, dialect=dialect)
+
+
+class ShuffleBlock(nn.Module):
+    """torchvision's ShuffleNetV2 channel shuffle: view → transpose → contiguous → view."""
+
+    def __init__(self, groups):
+        super().__init__()
+        self.groups = groups
+
+    def forward(self, x):
+        b, c, h, w = x.size()
+        x = x.view(b, self.groups, c // self.groups, h, w)
+        x = torch.transpose(x, 1, 2).contiguous()
+        return x.view(b, -1, h, w)
+
+
+class ShuffleUnit(nn.Module):
+    """A ShuffleNetV2 stride-1 unit: chunk, a branch on one half, cat, channel shuffle."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.branch = nn.Conv2d(c // 2, c // 2, 1)
+        self.shuffle = ShuffleBlock(2)
+
+    def forward(self, x):
+        a, b = x.chunk(2, dim=1)
+        return self.shuffle(torch.cat((a, self.branch(b)), dim=1))
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("groups", [2, 3])
+def test_channel_shuffle_pattern(tmp_path, dialect, groups):
+    checked = check_module(ShuffleBlock(groups), [torch.randn(1, 12, 3, 4)], tmp_path, dialect=dialect,
+                           expect_types=["ShuffleChannel"])
+    assert len(checked.result.ncnn.ops) == 2
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_channel_shuffle_module(tmp_path, dialect):
+    check_module(nn.ChannelShuffle(3), [torch.randn(1, 12, 3, 4)], tmp_path, dialect=dialect,
+                 expect_types=["ShuffleChannel"])
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_shufflenet_unit(tmp_path, dialect):
+    check_module(ShuffleUnit(8), [torch.randn(1, 8, 5, 5)], tmp_path, dialect=dialect,
+                 expect_types=["ShuffleChannel", "Slice", "Concat"])
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_noop_expand_as_removed(tmp_path, dialect):
+    checked = check_module(Fn(lambda x: x.expand_as(x).flatten(1)), [torch.randn(1, 3, 4, 5)], tmp_path, dialect=dialect)
+    assert [op.type for op in checked.result.ncnn.ops] == ["Input", "Flatten"]
+
+
+def test_cat_along_batch_axis_is_refused(tmp_path):
+    from engine.convert import convert
+    from tests.harness import export_pt2
+
+    pt2 = export_pt2(Fn(lambda x: torch.cat([x, x], 0)), [torch.randn(1, 3, 4, 4)], tmp_path / "m.pt2")
+    result = convert(str(pt2))
+    assert not result.ok
+    assert any("batch axis" in d.reason for d in result.errors), [str(d) for d in result.errors]

@@ -244,3 +244,15 @@ def test_read_pnnx_cli_output_and_write_it_again_byte_for_byte(tmp_path):
     assert (tmp_path / "r.bin").read_bytes() == (tmp_path / "m.ncnn.bin").read_bytes()
     again = read_ncnn_param(tmp_path / "r.param")
     assert [(op.type, op.name, op.params) for op in again.ops] == [(op.type, op.name, op.params) for op in g.ops]
+
+
+def test_custom_layer_placeholders_are_written_without_params(tmp_path):
+    """--partial output: an unconverted op marked ``custom_layer`` is written as a bare layer
+    line for a user-registered ncnn layer (no table check, no weights)."""
+    b = NetBuilder()
+    x = b.input("in0", (4,))
+    b.g.add_op("aten_grid_sampler_2d", "gs", [x], [b.g.new_operand("out0")], params={"x": 1},
+               attrs={"w": Attribute(np.ones(2, np.float32))}).meta["custom_layer"] = True
+    param, bin_ = b.write(tmp_path)
+    assert param.read_text().splitlines()[-1].split() == ["aten_grid_sampler_2d", "gs", "1", "1", "in0", "out0"]
+    assert bin_.read_bytes() == b""

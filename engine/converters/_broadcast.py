@@ -63,21 +63,21 @@ def broadcast_shapes(a: list[Dim], b: list[Dim], what: str) -> list[Dim]:
 
 
 def _target(v: Value, rank: int, out_batched: bool, what: str) -> list[Dim]:
-    """The batch-less shape operand ``v`` must have in ncnn for an output of ``rank`` dims."""
+    """The batch-less shape operand ``v`` must have in ncnn for an output of ``rank`` dims.
+    A batch axis of static size 1 that PyTorch lines up with another axis is just a 1 there
+    (ncnn runs batch 1); a dynamic one cannot be expressed."""
     from ..convert.context import Unsupported
 
     padded = [1] * (rank - len(v.shape)) + list(v.shape)
+    moved = v.batched and (not out_batched or len(v.shape) != rank)
+    if moved and v.shape[0] != 1:
+        raise Unsupported(f"unsupported: {what}: the batch axis of {v.operand.name} {v.shape} would broadcast "
+                          f"against a non-batch axis of the {rank}-d result")
     if out_batched:
-        if v.batched and len(v.shape) != rank:
-            raise Unsupported(f"unsupported: {what}: the batch axis of {v.operand.name} {v.shape} would "
-                              f"broadcast against a non-batch axis of the {rank}-d result")
         if not v.batched and padded[0] != 1:
             raise Unsupported(f"unsupported: {what}: {v.operand.name} {v.shape} has extent {padded[0]} along "
                               "the batch axis of the result")
         return padded[1:]
-    if v.batched:
-        raise Unsupported(f"unsupported: {what}: the batch axis of {v.operand.name} {v.shape} would broadcast "
-                          "against a non-batch axis of the result")
     return padded
 
 

@@ -16,7 +16,8 @@ not grow the result's rank) become literals.
 pnnx → ncnn: ``pnnx.Expression`` is expanded like pnnx's ``expand_expression``: one ``UnaryOp``
 (``Erf`` for erf) or ``BinaryOp`` per call; a literal operand gives ``with_scalar=1`` (the
 ``R*`` op types when the literal comes first); ``pow(x, 2)`` is ``UnaryOp`` square and
-``pow(x, 0.5)`` sqrt. Tensor–tensor broadcasting is made exact by
+``pow(x, 0.5)`` sqrt; ``remainder(a, b)`` (PyTorch's, floored) is ``a - floor_divide(a, b) * b``
+because ncnn's REMAINDER op is C's ``remainderf``. Tensor–tensor broadcasting is made exact by
 :mod:`engine.converters._broadcast`.
 """
 from __future__ import annotations
@@ -51,6 +52,7 @@ BINARY = {
     "aten.floor_divide.default": ("floor_divide", "self", "other"),
     "aten.floor_divide.Scalar": ("floor_divide", "self", "other"),
     "aten.remainder.Tensor": ("remainder", "self", "other"), "aten.remainder.Scalar": ("remainder", "self", "other"),
+    "aten.remainder.Scalar_Tensor": ("remainder", "self", "other"),
     "aten.fmod.Tensor": ("fmod", "self", "other"), "aten.fmod.Scalar": ("fmod", "self", "other"),
     "aten.atan2.default": ("atan2", "self", "other"),
 }
@@ -171,7 +173,6 @@ BINARY_OP_TYPES = {
     "pow": (BinaryOpType.POW, BinaryOpType.RPOW), "atan2": (BinaryOpType.ATAN2, BinaryOpType.RATAN2),
     "fmod": (BinaryOpType.FMOD, BinaryOpType.RFMOD), "logaddexp": (BinaryOpType.LOGADDEXP, BinaryOpType.LOGADDEXP),
     "floor_divide": (BinaryOpType.FLOOR_DIVIDE, BinaryOpType.RFLOOR_DIVIDE),
-    "remainder": (BinaryOpType.REMAINDER, BinaryOpType.RREMAINDER),
 }
 
 #: ``pow(x, literal)`` exponents computed by a cheaper, exact UnaryOp
@@ -217,6 +218,8 @@ class _Expander:
         return self._out(self.ctx.layer("UnaryOp", [x.operand], op_type=UNARY_OP_TYPES[name]), x.shape, x.batched)
 
     def binary(self, name: str, a: Any, b: Any) -> Value:
+        if name == "remainder":  # ncnn's REMAINDER is C remainderf (nearest quotient), not PyTorch's
+            return self.binary("sub", a, self.binary("mul", self.binary("floor_divide", a, b), b))
         if name not in BINARY_OP_TYPES:
             self.ctx.unsupported(f"expression function {name} has no ncnn equivalent")
         forward, swapped = BINARY_OP_TYPES[name]

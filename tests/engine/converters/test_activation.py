@@ -5,18 +5,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from tests.engine.converters.modules import Fn
 from tests.harness import DIALECTS, check_module
-
-
-class Fn(nn.Module):
-    """Wrap a function of the inputs as a module."""
-
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *xs):
-        return self.fn(*xs)
 
 
 def _x(*shape, scale=3.0):

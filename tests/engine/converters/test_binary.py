@@ -6,21 +6,13 @@ import torch
 import torch.nn as nn
 
 from engine.convert import ConvertOptions, convert
+from tests.engine.converters.modules import Fn
 from tests.harness import DIALECTS, check_module, export_pt2
 
 OPS = {
     "add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div,
     "maximum": torch.maximum, "minimum": torch.minimum,
 }
-
-
-class Fn(nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *xs):
-        return self.fn(*xs)
 
 
 class WithConst(nn.Module):

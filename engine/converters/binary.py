@@ -31,6 +31,7 @@ import numpy as np
 from ..convert.registry import aten_converter, ncnn_rule
 from ..ncnn.enums import BinaryOpType, UnaryOpType
 from ._broadcast import Value, align_operands, broadcast_shapes, result_value
+from .symbolic import is_symbolic_scalar
 from ._expression import Arg, Call, ExpressionBuilder, ExpressionError, evaluate, is_literal, parse
 
 log = logging.getLogger(__name__)
@@ -242,6 +243,10 @@ def _check_expression(op, ctx):
         parse(str(op.params.get("expr", "")))
     except ExpressionError as ex:
         return f"unsupported: {ex}"
+    for opd in op.inputs:
+        if is_symbolic_scalar(opd):
+            return (f"unsupported: expression {op.params['expr']} computes with the run-time size value {opd.name}; "
+                    "ncnn cannot compute with tensor sizes (fix the shape with --inputshape)")
     return None
 
 

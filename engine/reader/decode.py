@@ -537,7 +537,7 @@ class ProgramDecoder:
             used_names: set[str] = set()
             for i, nd in enumerate(_list(raw_nodes)):
                 try:
-                    nodes.append(self._node(nd, i, defined, used_names))
+                    nodes.append(self._node(nd, defined, used_names))
                 except _Bad as e:
                     raise _at(e, f"[{i}]")
         except _Bad as e:
@@ -560,7 +560,7 @@ class ProgramDecoder:
         d = _obj(v)
         return S.CustomObjRef(_opt_field(d, "name", _str, ""), _opt_field(d, "class_fqn", _str, ""))
 
-    def _node(self, v, index: int, defined: set, used_names: set) -> S.Node:
+    def _node(self, v, defined: set, used_names: set) -> S.Node:
         d = _obj(v)
         target = d.get("target")
         if type(target) is not str:
@@ -773,18 +773,16 @@ class ProgramDecoder:
         )
 
     def program(self, doc: dict) -> S.Program:
+        # graph_module's fields are reported without a "graph_module." prefix: "graph.nodes[3]"
         gm = _field(doc, "graph_module", _obj)
-        try:
-            graph = _field(gm, "graph", self.graph)
-            sig = _field(gm, "signature", lambda x: self.signature(x, graph))
-            call_spec = _opt_field(gm, "call_spec", _obj)
-            mcg = _opt_field(gm, "module_call_graph", lambda x: self.module_call_graph(x, call_spec), None)
-            if mcg is None:
-                mcg = self.module_call_graph(None, call_spec)
-            gm_meta = _opt_field(gm, "metadata", lambda x: _mapping(x, _str), {})
-            nt = _opt_field(gm, "treespec_namedtuple_fields", lambda x: _mapping(x, _namedtuple_def), {})
-        except _Bad:
-            raise  # graph_module fields are reported without the "graph_module." prefix
+        graph = _field(gm, "graph", self.graph)
+        sig = _field(gm, "signature", lambda x: self.signature(x, graph))
+        call_spec = _opt_field(gm, "call_spec", _obj)
+        mcg = _opt_field(gm, "module_call_graph", lambda x: self.module_call_graph(x, call_spec), None)
+        if mcg is None:
+            mcg = self.module_call_graph(None, call_spec)
+        gm_meta = _opt_field(gm, "metadata", lambda x: _mapping(x, _str), {})
+        nt = _opt_field(gm, "treespec_namedtuple_fields", lambda x: _mapping(x, _namedtuple_def), {})
         rc = _opt_field(doc, "range_constraints", lambda x: _mapping(x, _range_constraint), {})
         opset = _opt_field(doc, "opset_version", lambda x: _mapping(x, _int), {})
         verifiers = _opt_field(doc, "verifiers", lambda x: _items(x, _str), None)
@@ -946,12 +944,22 @@ def decode_payload_config(data: bytes | str, member: str) -> dict[str, S.Payload
 
     def entry(v) -> S.PayloadMeta:
         d = _obj(v)
-        path = _field(d, "path_name", _str)
+        path = d.get("path_name")
+        if type(path) is not str:
+            path = _field(d, "path_name", _str)
         if not path or "/" in path or "\\" in path or path in (".", ".."):
             raise _at(_Bad(f"invalid payload path {path!r}"), ".path_name")
-        return S.PayloadMeta(path, _opt_field(d, "is_param", _bool, False),
-                             _opt_field(d, "use_pickle", _bool, False),
-                             _opt_field(d, "tensor_meta", dec.tensor_meta))
+        is_param, use_pickle = d.get("is_param", False), d.get("use_pickle", False)
+        if type(is_param) is not bool or type(use_pickle) is not bool:
+            is_param = _opt_field(d, "is_param", _bool, False)
+            use_pickle = _opt_field(d, "use_pickle", _bool, False)
+        meta = d.get("tensor_meta")
+        if meta is not None:
+            try:
+                meta = dec.tensor_meta(meta)
+            except _Bad as e:
+                raise _at(e, ".tensor_meta")
+        return S.PayloadMeta(path, is_param, use_pickle, meta)
 
     try:
         d = _obj(doc)

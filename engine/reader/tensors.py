@@ -256,9 +256,15 @@ class TensorEntry:
 
 
 def logical_nbytes(meta: TensorMeta | None) -> int:
-    if meta is None or not all(type(s) is int for s in meta.sizes):
+    """Elements × element size (0 when unknown or symbolic)."""
+    if meta is None:
         return 0
-    return math.prod(meta.sizes) * DTYPES.get(meta.dtype, DType("u1", 1)).itemsize
+    n = DTYPES[meta.dtype].itemsize if meta.dtype in DTYPES else 1
+    for s in meta.sizes:
+        if type(s) is not int:
+            return 0
+        n *= s
+    return n
 
 
 class TensorStore:

@@ -19,7 +19,9 @@ pnnx → ncnn (as pnnx's ``pass_ncnn/nn_Conv2d.cpp`` and friends):
   SAME_UPPER), so asymmetric pads need no Padding layer;
 * ``nn.ConvTranspose2d`` → ``Deconvolution`` / ``DeconvolutionDepthWise``
   (``nn.ConvTranspose1d`` → the 1D forms); PyTorch's ``(in, out/groups, k...)`` kernel is
-  reordered to ncnn's ``(out/groups, in/groups, k...)`` per group;
+  reordered to ncnn's ``(out/groups, in/groups, k...)`` per group. Grouped 2-D deconvolution
+  with several input channels per group → ``Slice`` + one ``Deconvolution`` per group +
+  ``Concat`` (the runtime's x86 DeconvolutionDepthWise is wrong there);
 * ``F.conv2d`` / ``F.conv1d`` (weight computed in the graph) → ``Convolution`` /
   ``Convolution1D`` / depthwise forms with ``dynamic_weight=1`` and the weight (and bias) as
   extra input blobs.
@@ -196,18 +198,51 @@ def deconv_layer(ctx, op):
     kernel, stride, dilation, padding, output_padding = (
         _ints(p[k], nd, k) for k in ("kernel_size", "stride", "dilation", "padding", "output_padding"))
     groups = int(p.get("groups", 1))
-    weight = op.attrs["weight"]
-    weights = {"weight_data": _deconv_weight(weight, groups)}
-    if p.get("bias"):
-        weights["bias_data"] = op.attrs["bias"]
     geometry = _geometry(nd, kernel, stride, dilation, [(q, q) for q in padding])
     geometry["output_pad_right"] = output_padding[-1]
     if nd == 2:
         geometry["output_pad_bottom"] = output_padding[0]
+    weight, bias = op.attrs["weight"], op.attrs.get("bias") if p.get("bias") else None
+    in_g = int(weight.shape[0]) // groups
+    if nd == 2 and groups > 1 and in_g > 1:
+        return _grouped_deconv(ctx, op, weight, bias, groups, geometry)
+    weights = {"weight_data": _deconv_weight(weight, groups)}
+    if bias is not None:
+        weights["bias_data"] = bias
     return ctx.layer(_layer_type("Deconvolution", nd, groups), [op.inputs[0]], weights=weights,
-                     num_output=int(p["out_channels"]), bias_term=int(bool(p.get("bias"))),
+                     num_output=int(p["out_channels"]), bias_term=int(bias is not None),
                      weight_data_size=math.prod(weight.shape), group=groups if groups != 1 else None,
                      **geometry)
+
+
+def _grouped_deconv(ctx, op, weight, bias, groups: int, geometry: dict):
+    """Slice → one Deconvolution per group → Concat. ncnn's x86 DeconvolutionDepthWise gives
+    wrong results for grouped (not depthwise) deconvolution with more than one input channel
+    per group (it runs each group on a channel-range view of the input); separate blobs per
+    group avoid that code path."""
+    in_c, out_g = int(weight.shape[0]), int(weight.shape[1])
+    in_g = in_c // groups
+    x = op.inputs[0]
+    base = op.meta.get("lowering_name", op.name)
+    parts = ctx.layer("Slice", [x], outputs=groups, name=f"{base}_slice", slices=[in_g] * groups, axis=0)
+    outs = []
+    for g, part in enumerate(parts):
+        part.shape, part.meta["batch"] = [x.shape[0], in_g, *x.shape[2:]], True
+        weights = {"weight_data": _deconv_weight(_channel_range(weight, g * in_g, in_g), 1)}
+        if bias is not None:
+            weights["bias_data"] = _channel_range(bias, g * out_g, out_g)
+        y = ctx.layer("Deconvolution", [part], weights=weights, name=f"{base}_g{g}", num_output=out_g,
+                      bias_term=int(bias is not None), weight_data_size=in_g * math.prod(weight.shape[1:]),
+                      **geometry)
+        y.shape = [op.outputs[0].shape[0], out_g, *op.outputs[0].shape[2:]]
+        y.meta["batch"] = True
+        outs.append(y)
+    return ctx.layer("Concat", outs, axis=0)
+
+
+def _channel_range(attr, start: int, n: int):
+    return derived(lambda: np.ascontiguousarray(np.asarray(attr.data)[start:start + n]), (n, *attr.shape[1:]),
+                   attr.dtype)
 
 
 def _check_dynamic(op, ctx):

@@ -14,9 +14,10 @@ from __future__ import annotations
 import logging
 import mmap
 import os
+import re
 import struct
 import zlib
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from engine.errors import PT2FormatError
 
@@ -48,8 +49,7 @@ _U32_MAX = 0xFFFFFFFF
 _U16_MAX = 0xFFFF
 
 
-@dataclass(frozen=True)
-class MemberInfo:
+class MemberInfo(NamedTuple):
     """One zip member as listed in the central directory.
 
     ``offset`` is where the member's (possibly compressed) data starts in the archive buffer,
@@ -290,37 +290,38 @@ class ZipArchive:
         return n_total, cd_size, cd_off
 
     def _parse_cdir(self, cd_off: int, cd_end: int, n_total: int) -> list[MemberInfo]:
-        buf = self._buf
+        cd = bytes(self._buf[cd_off:cd_end])  # one copy; entries are sliced from it
+        end = len(cd)
         members: list[MemberInfo] = []
         by_name = self._by_name
-        pos = cd_off
+        pos = 0
         unpack = _CDIR.unpack_from
+        head = _CDIR.size
         for i in range(n_total):
-            if pos + _CDIR.size > cd_end:
+            if pos + head > end:
                 raise self._fail(f"truncated central directory (entry {i} of {n_total})")
             (sig, _vm, _vn, flags, method, _t, _d, crc, csize, usize, nlen, xlen, clen,
-             disk, _ia, _ea, hoff) = unpack(buf, pos)
+             disk, _ia, _ea, hoff) = unpack(cd, pos)
             if sig != _CDIR_SIG:
                 raise self._fail(f"corrupt central directory (bad signature at entry {i})")
-            var_end = pos + _CDIR.size + nlen + xlen + clen
-            if var_end > cd_end:
+            var_end = pos + head + nlen + xlen + clen
+            if var_end > end:
                 raise self._fail(f"truncated central directory (entry {i} of {n_total})")
-            raw_name = bytes(buf[pos + _CDIR.size:pos + _CDIR.size + nlen])
-            name = _decode_name(raw_name, flags, self.label)
+            raw_name = cd[pos + head:pos + head + nlen]
+            name = _decode_name(raw_name, self.label)
             if _U32_MAX in (csize, usize, hoff) or disk == _U16_MAX:
-                extra = bytes(buf[pos + _CDIR.size + nlen:pos + _CDIR.size + nlen + xlen])
+                extra = cd[pos + head + nlen:pos + head + nlen + xlen]
                 usize, csize, hoff = _zip64_extra(extra, usize, csize, hoff, name)
             pos = var_end
             if flags & 0x1:
                 raise PT2FormatError(name, "member is encrypted; encrypted archives are not supported")
-            if method not in (STORED, DEFLATED):
+            if method != STORED and method != DEFLATED:
                 raise PT2FormatError(name, f"unsupported compression method {method} (only stored and deflated)")
             if method == STORED and csize != usize:
                 raise PT2FormatError(name, f"stored member with compressed size {csize} != size {usize}")
             if name in by_name:
                 raise PT2FormatError(name, f"duplicate member in {self.label}")
-            data_off = self._local_header(name, raw_name, hoff)
-            m = MemberInfo(name, data_off, usize, csize, method, crc, hoff, flags)
+            m = MemberInfo(name, self._local_header(name, raw_name, hoff), usize, csize, method, crc, hoff, flags)
             by_name[name] = m
             members.append(m)
         return members
@@ -332,7 +333,7 @@ class ZipArchive:
         (sig, _v, _flags, _method, _t, _d, _crc, _cs, _us, nlen, xlen) = _LOCAL.unpack_from(buf, hoff)
         if sig != _LOCAL_SIG:
             raise PT2FormatError(name, "bad local header signature (corrupt archive)")
-        if bytes(buf[hoff + _LOCAL.size:hoff + _LOCAL.size + nlen]) != raw_name:
+        if buf[hoff + _LOCAL.size:hoff + _LOCAL.size + nlen] != raw_name:
             raise PT2FormatError(name, "local header names a different member (corrupt archive)")
         return hoff + _LOCAL.size + nlen + xlen
 
@@ -349,20 +350,23 @@ class ZipArchive:
                 raise PT2FormatError(a.name, f"overlaps member {b.name} (corrupt or malicious archive)")
 
 
-def _decode_name(raw: bytes, flags: int, label: str) -> str:
+_UNSAFE_NAME = re.compile(r"\x00|\\|^/|^[A-Za-z]:|(?:^|/)\.\.(?:/|$)")
+
+
+def _decode_name(raw: bytes, label: str) -> str:
     try:
         name = raw.decode("utf-8")  # torch writes UTF-8 whether or not flag 0x800 is set
     except UnicodeDecodeError:
         name = raw.decode("cp437")
     if not name:
         raise PT2FormatError(label, "member with an empty name")
-    if "\x00" in name:
-        raise PT2FormatError(label, f"member name {name!r} contains a NUL byte")
-    if name.startswith(("/", "\\")) or (len(name) > 1 and name[1] == ":"):
-        raise PT2FormatError(name, "absolute member path (unsafe archive)")
-    if "\\" in name:
-        raise PT2FormatError(name, "backslash in member name (unsafe archive)")
-    if any(part == ".." for part in name.split("/")):
+    if _UNSAFE_NAME.search(name):
+        if "\x00" in name:
+            raise PT2FormatError(label, f"member name {name!r} contains a NUL byte")
+        if "\\" in name:
+            raise PT2FormatError(name, "backslash in member name (unsafe archive)")
+        if name.startswith("/") or name[1:2] == ":":
+            raise PT2FormatError(name, "absolute member path (unsafe archive)")
         raise PT2FormatError(name, "'..' in member path (unsafe archive)")
     return name
 

@@ -225,7 +225,7 @@ class ExportedProgram:
     def module_tree(self) -> ModuleNode:
         """The module hierarchy (from ``nn_module_stack`` and ``module_call_graph``)."""
         if self._module_tree is None:
-            self._module_tree = build_module_tree(self.program)
+            self._module_tree = _module_tree(self)
         return self._module_tree
 
     # ---------------------------------------------------------------- tensors
@@ -245,6 +245,11 @@ class ExportedProgram:
     def __repr__(self) -> str:
         return (f"<ExportedProgram {self.name!r} schema {self.schema_version} {self.dialect} "
                 f"{len(self.nodes)} nodes>")
+
+
+@_guard(lambda ep: ep.member)
+def _module_tree(ep: ExportedProgram) -> ModuleNode:
+    return build_module_tree(ep.program)
 
 
 @_guard(lambda ep, name: str(name))

@@ -9,6 +9,7 @@ from . import (
     eliminate_dead_code,
     eliminate_noop_reshape,
     fold_constants,
+    fuse_binaryop_eltwise,
     fuse_channel_shuffle,
     fuse_conv_batchnorm,
     fuse_convolution_activation,
@@ -46,6 +47,7 @@ PIPELINE = [
     eliminate_noop_reshape.run,
     fuse_padding_convolution.run,
     fuse_convolution_activation.run,
+    fuse_binaryop_eltwise.run,
     insert_split.run,
     name_blobs.run,
 ]

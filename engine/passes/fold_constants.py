@@ -27,6 +27,7 @@ import numpy as np
 
 from ..ir import Attribute, Graph, Operand, Operator
 from ..ir.vocab import is_aten
+from ._rewrite import replace_chain
 from .manager import graph_pass
 
 log = logging.getLogger(__name__)
@@ -38,9 +39,6 @@ SMALL_RESULT = 1 << 16
 
 NUMPY_DTYPES = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "i64": np.int64, "i32": np.int32,
                 "i16": np.int16, "i8": np.int8, "u8": np.uint8, "bool": np.bool_}
-
-_TMP = "\x00folding"
-
 
 class _NotConstant(Exception):
     """A value the fold needs is not constant (or not computable here)."""
@@ -351,23 +349,13 @@ class _Folder:
         return not sizes or n <= MAX_GROWTH * max(max(sizes), 1)
 
     def _replace(self, op: Operator, attr: Attribute, const: Any = None) -> None:
-        g = self.graph
-        old = op.outputs[0]
-        name = op.name
-        g.rename_op(op, name + _TMP)
-        fresh = g.new_operand(old.name + _TMP, dtype=old.dtype, shape=old.shape if const is not None else attr.shape)
-        new = g.add_op("pnnx.Attribute", name, [], [fresh], attrs={"data": attr}, provenance=op.provenance,
-                       before=op, exact=True)
-        for k in ("source", "module_stack"):
-            if k in op.meta:
-                new.meta[k] = op.meta[k]
+        new = replace_chain(self.graph, op, [], "pnnx.Attribute", [], attrs={"data": attr})
         new.meta["folded_from"] = op.type
-        fresh.meta = dict(old.meta)
-        if const is not None:
-            fresh.meta["const"] = const
-        g.replace_all_uses(old, fresh)
-        g.remove_op(op)
-        g.rename_operand(fresh, old.name)
+        out = new.outputs[0]
+        if const is None:
+            out.shape = list(attr.shape)
+        else:
+            out.meta["const"] = const
         self.folded += 1
 
 

@@ -30,14 +30,12 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..ir import Graph, Operand, Operator, Provenance
+from ..ir import Graph, Operand, Operator
 from ..ir.vocab import is_aten
+from ._rewrite import replace_chain
 from .manager import graph_pass
 
 log = logging.getLogger(__name__)
-
-_TMP = "\x00recompose"
-
 
 class _Match:
     """The ops of one matched chain (the root last) and the replacement's inputs/params."""
@@ -330,21 +328,10 @@ _INPUT_NAMES = {"aten._prelu_kernel.default": ["self", "weight"]}
 # ----------------------------------------------------------------------------- rewriting
 def _replace(graph: Graph, root: Operator, ops: list[Operator], new_type: str, inputs: list[Operand],
              params: dict) -> Operator:
-    old = root.outputs[0]
-    fresh = graph.new_operand(old.name + _TMP, dtype=old.dtype, shape=old.shape)
-    fresh.meta = dict(old.meta)
-    name = root.name
-    graph.rename_op(root, name + _TMP)
-    new = graph.add_op(new_type, name, inputs, [fresh], params=params,
-                       input_names=_INPUT_NAMES.get(new_type, ["self"]),
-                       provenance=Provenance.merge(o.provenance for o in [root] + ops), before=root, exact=True)
-    new.meta.update({k: root.meta[k] for k in ("source", "module_stack") if k in root.meta})
+    new = replace_chain(graph, root, ops, new_type, inputs, params=params,
+                        input_names=_INPUT_NAMES.get(new_type, ["self"]))
     new.meta["target"] = new_type
-    new.meta["recomposed_from"] = [o.name for o in ops] + [name]
-    graph.replace_all_uses(old, fresh)
-    for op in [root] + sorted(ops, key=graph.ops.index, reverse=True):
-        graph.remove_op(op)
-    graph.rename_operand(fresh, old.name)
+    new.meta["recomposed_from"] = [o.name for o in ops] + [new.name]
     return new
 
 

@@ -1,0 +1,33 @@
+"""Shared graph surgery for the rewriting passes: replace a chain of operators by one."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ..ir import Attribute, Graph, Operand, Operator, Provenance
+
+_TMP = "\x00rewrite"
+
+#: source metadata the replacement takes over from the chain's last operator
+_KEPT_META = ("source", "module_stack", "aten_op")
+
+
+def replace_chain(graph: Graph, root: Operator, absorbed: Sequence[Operator], type: str, inputs: Sequence[Operand],
+                  *, params: dict[Any, Any] | None = None, attrs: dict[str, Attribute] | None = None,
+                  input_names: Sequence[str] | None = None) -> Operator:
+    """Replace single-output ``root`` and the operators ``absorbed`` (which only feed the
+    chain) by one operator of ``root``'s name and position, producing ``root``'s output operand
+    (same name, shape and meta) from ``inputs``, with the union of their provenance."""
+    old = root.outputs[0]
+    fresh = graph.new_operand(old.name + _TMP, dtype=old.dtype, shape=old.shape)
+    fresh.meta = dict(old.meta)
+    name = root.name
+    graph.rename_op(root, name + _TMP)
+    new = graph.add_op(type, name, list(inputs), [fresh], params=params, attrs=attrs, input_names=input_names,
+                       provenance=Provenance.merge(o.provenance for o in [root, *absorbed]), before=root, exact=True)
+    new.meta.update({k: root.meta[k] for k in _KEPT_META if k in root.meta})
+    graph.replace_all_uses(old, fresh)
+    position = {id(op): i for i, op in enumerate(graph.ops)}
+    for op in [root] + sorted(absorbed, key=lambda o: position[id(o)], reverse=True):
+        graph.remove_op(op)
+    graph.rename_operand(fresh, old.name)
+    return new

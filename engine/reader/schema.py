@@ -195,37 +195,28 @@ class Argument:
 
     def tensor_names(self) -> list[str]:
         """Names of every tensor this argument refers to, in order."""
-        out: list[str] = []
-
-        def walk(v: Any) -> None:
-            if isinstance(v, TensorRef):
-                out.append(v.name)
-            elif isinstance(v, (list, tuple)):
-                for x in v:
-                    walk(x)
-            elif isinstance(v, dict):
-                for x in v.values():
-                    walk(x.value if isinstance(x, Argument) else x)
-
-        walk(self.value)
-        return out
+        return _names_in(self.value, (TensorRef,))
 
     def value_names(self) -> list[str]:
         """Names of every graph value (tensor or symbolic scalar) this argument refers to."""
-        out: list[str] = []
+        return _names_in(self.value, (TensorRef, SymRef))
 
-        def walk(v: Any) -> None:
-            if isinstance(v, (TensorRef, SymRef)):
-                out.append(v.name)
-            elif isinstance(v, (list, tuple)):
-                for x in v:
-                    walk(x)
-            elif isinstance(v, dict):
-                for x in v.values():
-                    walk(x.value if isinstance(x, Argument) else x)
 
-        walk(self.value)
-        return out
+def _names_in(value: Any, kinds: tuple) -> list[str]:
+    """Names of the references of ``kinds`` inside a decoded argument value, in order."""
+    if isinstance(value, kinds):
+        return [value.name]
+    out: list[str] = []
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, kinds):
+            out.append(v.name)
+        elif isinstance(v, (list, tuple)):
+            stack.extend(reversed(v))
+        elif isinstance(v, dict):
+            stack.extend(reversed([x.value if isinstance(x, Argument) else x for x in v.values()]))
+    return out
 
 
 @dataclass

@@ -210,6 +210,15 @@ class ProgramDecoder:
         if type(v) is not dict:
             raise _expect(v, "an object")
         if len(v) == 1:
+            t = v.get("as_tensor")  # fast path: most arguments are one tensor
+            if type(t) is dict and len(t) == 1:
+                name = t.get("name")
+                if type(name) is str:
+                    self._names.append(name)
+                    ref = self._refs.get(name)
+                    if ref is None:
+                        ref = self._refs[name] = S.TensorRef(name)
+                    return S.Argument("as_tensor", ref)
             for tag, val in v.items():
                 conv = self._arg.get(tag)
                 if conv is None:

@@ -14,6 +14,7 @@ result is discarded. Starting a task with a ``group`` cancels the previous task 
 """
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 import time
@@ -23,6 +24,36 @@ from typing import Any, Callable
 from PySide6.QtCore import QCoreApplication, QEventLoop, QObject, QRunnable, QThreadPool, QTimer, Signal, Slot
 
 log = logging.getLogger(__name__)
+
+
+class _GcPause:
+    """Cyclic garbage collection is paused while any task runs.
+
+    A full collection walks every object of the process while holding the GIL; with a large
+    heap (a model's IR, or torch imported next to us) that stalls the GUI thread for a tenth of
+    a second at a time, and tasks allocate enough to trigger many. Reference counting still
+    frees almost everything; the cycles left are collected when the last task ends."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._count = 0
+        self._was_enabled = True
+
+    def __enter__(self) -> None:
+        with self._lock:
+            if self._count == 0:
+                self._was_enabled = gc.isenabled()
+                gc.disable()
+            self._count += 1
+
+    def __exit__(self, *exc) -> None:
+        with self._lock:
+            self._count -= 1
+            if self._count == 0 and self._was_enabled:
+                gc.enable()
+
+
+_gc_pause = _GcPause()
 
 
 class Cancelled(Exception):
@@ -90,7 +121,8 @@ class Task(QObject):
         self.error: BaseException | None = None
         self.state = "pending"  #: pending | running | done | failed | cancelled
         self.progress = (0, 0, "")
-        self.started_at = 0.0
+        self.started_at = 0.0  #: perf_counter() when the worker started the function
+        self.ended_at = 0.0  #: perf_counter() when the function returned or raised (worker side)
         self.seconds = 0.0
         self._cancel_event = threading.Event()
         self._progress_from_worker.connect(self._on_progress)
@@ -116,14 +148,17 @@ class Task(QObject):
         try:
             if self._cancel_event.is_set():
                 raise Cancelled(self.name)
-            result = self.fn(ctx, *self.args, **self.kwargs)
+            with _gc_pause:
+                result = self.fn(ctx, *self.args, **self.kwargs)
         except BaseException as e:  # noqa: BLE001 — everything goes back to the GUI thread
+            self.ended_at = time.perf_counter()
             if _is_cancellation(e) or self._cancel_event.is_set():
                 self._done_from_worker.emit("cancelled", None)
             else:
                 e.__dict__.setdefault("_formatted_traceback", "".join(traceback.format_exception(e)))
                 self._done_from_worker.emit("failed", e)
             return
+        self.ended_at = time.perf_counter()
         self._done_from_worker.emit("cancelled" if self._cancel_event.is_set() else "done", result)
 
     # ---------------------------------------------------------------- GUI side

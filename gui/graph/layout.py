@@ -27,7 +27,6 @@ this function, recursively per group.
 """
 from __future__ import annotations
 
-import gc
 import logging
 import time
 from dataclasses import dataclass, field
@@ -93,19 +92,11 @@ def layered_layout(inp: LayoutInput, options: LayoutOptions | None = None,
         if cancel is not None and cancel():
             raise LayoutCancelled()
 
-    # the layout makes many small short-lived objects; cyclic GC passes over a big heap (the
-    # IR of the model) would cost more than the layout itself
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        sat = _Satellites.find(inp, opt)
-        if not sat.host_of:
-            res = _core_layout(inp, opt, check)
-        else:
-            res = sat.expand(_core_layout(sat.reduced, opt, check), opt)
-    finally:
-        if gc_was_enabled:
-            gc.enable()
+    sat = _Satellites.find(inp, opt)
+    if not sat.host_of:
+        res = _core_layout(inp, opt, check)
+    else:
+        res = sat.expand(_core_layout(sat.reduced, opt, check), opt)
     res.seconds = time.perf_counter() - t0
     log.debug("laid out %d nodes (%d satellites), %d edges, %d crossings in %.3fs",
               len(inp.sizes), len(sat.host_of), len(inp.edges), res.crossings, res.seconds)

@@ -1,0 +1,157 @@
+"""fold_constants on hand-written ATen graphs, and end to end through the harness."""
+import numpy as np
+import pytest
+import torch
+import torch.nn as nn
+
+import engine.convert  # noqa: F401  (engine.passes imported first is a circular import)
+from engine.ir import Attribute, Graph
+from engine.passes import fold_constants
+from tests.harness import DIALECTS, check_module
+
+
+def _graph(body: str, **weights) -> Graph:
+    lines = [ln.strip() for ln in body.strip().splitlines()]
+    g = Graph.from_text("7767517\n%d 0\n" % len(lines) + "\n".join(lines) + "\n")
+    for op in g.ops:
+        if op.type.startswith(("aten.", "_operator.", "torch.")):
+            op.meta["target"] = op.type
+    for name, arr in weights.items():
+        g.find_op(name).attrs["data"] = Attribute(np.asarray(arr))
+    return g
+
+
+def _run(g: Graph) -> Graph:
+    fold_constants.run(g, None)
+    g.lint()
+    return g
+
+
+def _const(g: Graph, operand: str):
+    p = g.operands[operand].producer
+    assert p.type == "pnnx.Attribute", f"{operand} produced by {p.type}"
+    return p.attrs["data"].data
+
+
+def test_folds_weight_arithmetic_lazily():
+    w = np.arange(6, dtype=np.float32).reshape(2, 3)
+    g = _graph("""
+        pnnx.Input x 0 1 x #x=(1,3,2)f32
+        pnnx.Attribute w 0 1 w @data=(2,3)f32 #w=(2,3)f32
+        aten.permute.default t 1 1 w t dims=(1,0) $self=w #t=(3,2)f32
+        aten.mul.Tensor s 1 1 t s other=2 $self=t #s=(3,2)f32
+        aten.add.Tensor y 2 1 x s y alpha=1 $self=x $other=s #y=(1,3,2)f32
+        pnnx.Output out 1 0 y
+    """, w=w)
+    loads = []
+    real = g.find_op("w").attrs["data"]
+    g.find_op("w").attrs["data"] = Attribute(loader=lambda: loads.append(1) or real.data, shape=(2, 3), dtype="f32")
+    _run(g)
+    assert [op.type for op in g.ops] == ["pnnx.Input", "pnnx.Attribute", "pnnx.Attribute", "pnnx.Attribute",
+                                         "aten.add.Tensor", "pnnx.Output"]
+    s = g.find_op("s")
+    assert s.type == "pnnx.Attribute" and s.meta["folded_from"] == "aten.mul.Tensor"
+    assert s.outputs[0].name == "s" and s.outputs[0].shape == [3, 2]
+    assert not loads, "folding read the weight before it was needed"
+    np.testing.assert_array_equal(s.attrs["data"].data, w.T * 2)
+    assert s.attrs["data"].data.dtype == np.float32
+    assert g.find_op("y").inputs[1] is s.outputs[0]
+
+
+def test_static_shape_arithmetic_becomes_python_constants():
+    g = _graph("""
+        pnnx.Input x 0 1 x #x=(1,4,6,8)f32
+        aten.sym_size.int n 1 1 x n dim=3 $self=x #n=()i64
+        _operator.mul m 1 1 n m a="%n" b=3 $a=n #m=()i64
+        _operator.floordiv q 1 1 m q a="%m" b=2 $a=m #q=()i64
+        aten.view.default v 2 1 x q v size=(1,4,6,"%q") $self=x $size.3=q #v=(1,4,6,12)f32
+        pnnx.Output out 1 0 v
+    """)
+    _run(g)
+    assert g.operands["q"].meta["const"] == 12
+    assert isinstance(g.operands["q"].meta["const"], int)
+    assert g.find_op("q").type == "pnnx.Attribute"
+    assert g.find_op("v").type == "aten.view.default"  # x is not constant
+
+
+def test_symbolic_dims_fold_only_when_bound():
+    text = """
+        pnnx.Input x 0 1 x #x=(1,4,s0,8)f32
+        aten.sym_size.int n 1 1 x n dim=2 $self=x #n=()i64
+        aten.mul.Tensor y 2 1 x n y $self=x $other=n other="%n" #y=(1,4,s0,8)f32
+        pnnx.Output out 1 0 y
+    """
+    g = _run(_graph(text))
+    assert g.find_op("n").type == "aten.sym_size.int"
+    g = _graph(text)
+    g.meta["symbol_values"] = {"s0": 5}
+    _run(g)
+    assert g.operands["n"].meta["const"] == 5
+
+
+def test_scalar_tensor_creation_and_chain():
+    g = _graph("""
+        pnnx.Input x 0 1 x #x=(1,4)f32
+        aten.full.default z 0 1 z size=() fill_value=0 dtype=float32 #z=()f32
+        aten.arange.start_step r 0 1 r start=0 end=4 step=1 #r=(4)i64
+        aten.mul.Tensor r2 1 1 r r2 other=0.5 $self=r #r2=(4)f32
+        aten.add.Tensor a 2 1 z r2 a alpha=1 $self=z $other=r2 #a=(4)f32
+        aten.minimum.default y 2 1 a x y $self=a $other=x #y=(1,4)f32
+        pnnx.Output out 1 0 y
+    """)
+    _run(g)
+    assert _const(g, "z").shape == ()
+    np.testing.assert_allclose(_const(g, "a"), [0, 0.5, 1, 1.5])
+    assert _const(g, "a").dtype == np.float32
+    assert g.find_op("y").type == "aten.minimum.default"
+
+
+def test_not_folded():
+    g = _graph("""
+        pnnx.Input x 0 1 x #x=(1,4)f32
+        pnnx.Attribute c 0 1 c @data=(1,1)f32 #c=(1,1)f32
+        aten.expand.default big 1 1 c big size=(512,512) $self=c #big=(512,512)f32
+        aten.empty.memory_format e 0 1 e size=(4) #e=(4)f32
+        aten.relu.default r 1 1 x r $self=x #r=(1,4)f32
+        aten.add.Tensor y 2 1 r e y alpha=1 $self=r $other=e #y=(1,4)f32
+        aten.add.Tensor y2 2 1 y big y2 alpha=1 $self=y $other=big #y2=(512,512)f32
+        pnnx.Output out 1 0 y2
+    """, c=np.ones((1, 1), np.float32))
+    _run(g)
+    assert g.find_op("big").type == "aten.expand.default"  # 262144× growth: broadcast at run time
+    assert g.find_op("e").type == "aten.empty.memory_format"  # uninitialised: never folded
+    assert g.find_op("r").type == "aten.relu.default"
+
+
+def test_cat_and_views_of_constants():
+    a, b = np.ones((2, 2), np.float32), np.full((1, 2), 3, np.float32)
+    g = _graph("""
+        pnnx.Input x 0 1 x #x=(1,3,2)f32
+        pnnx.Attribute a 0 1 a @data=(2,2)f32 #a=(2,2)f32
+        pnnx.Attribute b 0 1 b @data=(1,2)f32 #b=(1,2)f32
+        aten.cat.default c 2 1 a b c dim=0 $tensors.0=a $tensors.1=b #c=(3,2)f32
+        aten.unsqueeze.default u 1 1 c u dim=0 $self=c #u=(1,3,2)f32
+        aten.mul.Tensor y 2 1 x u y $self=x $other=u #y=(1,3,2)f32
+        pnnx.Output out 1 0 y
+    """, a=a, b=b)
+    _run(g)
+    np.testing.assert_array_equal(_const(g, "u"), np.concatenate([a, b])[None])
+
+
+class Buffers(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("scale", torch.linspace(0.5, 2.0, 4))
+        self.register_buffer("shift", torch.randn(4, 4))
+
+    def forward(self, x):
+        s = (self.scale * 2 - 1).view(1, 4, 1, 1)
+        return x * s + self.shift.t().sum(1).reshape(1, 4, 1, 1)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_buffer_arithmetic_end_to_end(tmp_path, dialect):
+    """Computations on buffers fold into two constants (the sum stays: not in the table)."""
+    r = check_module(Buffers(), [torch.randn(1, 4, 3, 3)], tmp_path, dialect=dialect)
+    kinds = [op.type for op in r.result.ncnn.ops]
+    assert kinds.count("BinaryOp") == 2, kinds

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..ir import Graph, Operand, Operator
+from ._rewrite import replace_chain
 from .manager import graph_pass
 
 _RESHAPE = ("Tensor.reshape", "Tensor.view")
@@ -76,22 +77,9 @@ def reshape_permute_reshape_chains(graph: Graph):
             yield Chain(op, perm, last, dims)
 
 
-def replace_chain(graph: Graph, chain: Chain, type_: str, params: dict[str, Any]) -> Operator:
+def fuse_chain(graph: Graph, chain: Chain, type_: str, params: dict[str, Any]) -> Operator:
     """Replace the chain by one operator ``type_`` from its input to its output."""
-    out = chain.output
-    new_out = graph.new_operand(out.name + "_fused", dtype=out.dtype, shape=out.shape)
-    new_out.meta = dict(out.meta)
-    fused = graph.add_op(type_, chain.last.name, [chain.input], [new_out], params=params, before=chain.first,
-                         provenance=chain.first.provenance.union(chain.permute.provenance, chain.last.provenance))
-    for k in ("source", "module_stack", "aten_op"):
-        if k in chain.last.meta:
-            fused.meta[k] = chain.last.meta[k]
-    graph.replace_all_uses(out, new_out)
-    name = out.name
-    for op in (chain.last, chain.permute, chain.first):
-        graph.remove_op(op)
-    graph.rename_operand(new_out, name)
-    return fused
+    return replace_chain(graph, chain.last, [chain.first, chain.permute], type_, [chain.input], params=params)
 
 
 @graph_pass("fuse_channel_shuffle", "reshape(N,g,C/g,H,W) → transpose(1,2) → reshape(N,C,H,W) → nn.ChannelShuffle")
@@ -106,4 +94,4 @@ def run(graph, cx):
         groups = mid[1]
         if mid != [n, groups, c // groups, h, w] or groups * (c // groups) != c or chain.output.shape != x:
             continue
-        replace_chain(graph, chain, "nn.ChannelShuffle", {"groups": groups})
+        fuse_chain(graph, chain, "nn.ChannelShuffle", {"groups": groups})

@@ -7,7 +7,7 @@
 """
 from __future__ import annotations
 
-from .fuse_channel_shuffle import reshape_permute_reshape_chains, replace_chain
+from .fuse_channel_shuffle import fuse_chain, reshape_permute_reshape_chains
 from .manager import graph_pass
 
 
@@ -37,8 +37,8 @@ def run(graph, cx):
         args = (list(chain.input.shape), chain.mid_shape, list(chain.output.shape), chain.dims)
         r = _shuffle_factor(*args)
         if r is not None:
-            replace_chain(graph, chain, "F.pixel_shuffle", {"upscale_factor": r})
+            fuse_chain(graph, chain, "F.pixel_shuffle", {"upscale_factor": r})
             continue
         r = _unshuffle_factor(*args)
         if r is not None:
-            replace_chain(graph, chain, "F.pixel_unshuffle", {"downscale_factor": r})
+            fuse_chain(graph, chain, "F.pixel_unshuffle", {"downscale_factor": r})

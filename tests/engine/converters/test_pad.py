@@ -1,0 +1,69 @@
+"""Pad converters: constant / reflect / replicate pads of 1-D and 2-D (and channel) dims, and
+negative (cropping) pads, checked numerically in ncnn, both dialects."""
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from tests.harness import DIALECTS, check_module
+
+
+class Pad(nn.Module):
+    def __init__(self, pad, mode="constant", value=None):
+        super().__init__()
+        self.pad, self.mode, self.value = pad, mode, value
+
+    def forward(self, x):
+        if self.mode == "constant":
+            return F.pad(x, self.pad, value=self.value or 0.0)
+        return F.pad(x, self.pad, mode=self.mode)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("mode", ["constant", "reflect", "replicate"])
+@pytest.mark.parametrize("pad", [(1, 2), (1, 2, 3, 0), (0, 0, 2, 1), (2, 2, 2, 2)])
+def test_pad_2d(tmp_path, dialect, mode, pad):
+    if mode != "constant" and len(pad) == 2:
+        pytest.skip("PyTorch pads only the last dim of a 2-D/3-D input in this mode")
+    checked = check_module(Pad(pad, mode), [torch.randn(1, 3, 5, 6)], tmp_path, dialect=dialect,
+                           expect_types=["Padding"])
+    assert [op.type for op in checked.result.ncnn.ops] == ["Input", "Padding"]
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("mode", ["constant", "reflect", "replicate"])
+@pytest.mark.parametrize("pad", [(1, 2), (3, 0)])
+def test_pad_1d(tmp_path, dialect, mode, pad):
+    check_module(Pad(pad, mode), [torch.randn(1, 4, 7)], tmp_path, dialect=dialect, expect_types=["Padding"])
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("value", [0.0, -1.5])
+def test_pad_constant_channels(tmp_path, dialect, value):
+    check_module(Pad((1, 0, 0, 2, 1, 1), "constant", value), [torch.randn(1, 3, 4, 5)], tmp_path, dialect=dialect,
+                 expect_types=["Padding"])
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("pad", [(-1, -2), (0, -1, -2, 0), (2, -1, 1, 1)])
+def test_pad_negative_crops(tmp_path, dialect, pad):
+    check_module(Pad(pad), [torch.randn(1, 3, 5, 6)], tmp_path, dialect=dialect, expect_types=["Crop"])
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("module", [nn.ReflectionPad2d((1, 2, 2, 1)), nn.ReplicationPad2d(2), nn.ZeroPad2d((0, 1, 1, 0)),
+                                    nn.ConstantPad2d(1, 3.5), nn.ReflectionPad1d(2), nn.ReplicationPad1d((0, 3))],
+                         ids=["ReflectionPad2d", "ReplicationPad2d", "ZeroPad2d", "ConstantPad2d", "ReflectionPad1d",
+                              "ReplicationPad1d"])
+def test_pad_modules(tmp_path, dialect, module):
+    x = torch.randn(1, 3, 6, 5) if "2d" in type(module).__name__ else torch.randn(1, 3, 6)
+    check_module(module, [x], tmp_path, dialect=dialect, expect_types=["Padding"])
+
+
+def test_circular_pad_is_refused(tmp_path):
+    from engine.convert import convert
+    from tests.harness import export_pt2
+
+    pt2 = export_pt2(Pad((1, 1, 1, 1), "circular"), [torch.randn(1, 3, 5, 5)], tmp_path / "m.pt2")
+    result = convert(str(pt2))
+    assert not result.ok

@@ -1,0 +1,71 @@
+"""Reduction converters: mean over spatial dims (Pooling) and other dims (Reduction), sum,
+amax/amin, max/min over a dim, prod — keepdim both ways, checked numerically, both dialects."""
+import pytest
+import torch
+from torch import nn
+
+from tests.harness import DIALECTS, check_module
+
+
+class Fn(nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(x)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("dims", [(2, 3), (-1, -2), (3, 2)])
+@pytest.mark.parametrize("keepdim", [True, False])
+def test_mean_spatial_is_pooling(tmp_path, dialect, dims, keepdim):
+    checked = check_module(Fn(lambda x: x.mean(dims, keepdim=keepdim)), [torch.randn(1, 6, 5, 7)], tmp_path,
+                           dialect=dialect, expect_types=["Pooling"], forbid_types=["Reduction"])
+    assert len(checked.result.ncnn.ops) == 2
+
+
+REDUCTIONS = {
+    "mean_c": lambda x: x.mean(1),
+    "mean_c_keep": lambda x: x.mean(1, keepdim=True),
+    "mean_h": lambda x: x.mean(2),
+    "mean_w_keep": lambda x: x.mean(-1, keepdim=True),
+    "mean_chw": lambda x: x.mean((1, 2, 3)),
+    "mean_all_keep": lambda x: x.mean((1, 2, 3), keepdim=True),
+    "sum_c": lambda x: x.sum(1),
+    "sum_hw_keep": lambda x: x.sum((2, 3), keepdim=True),
+    "sum_w": lambda x: torch.sum(x, -1),
+    "amax_hw": lambda x: x.amax((2, 3)),
+    "amax_c_keep": lambda x: x.amax(1, keepdim=True),
+    "amin_w": lambda x: x.amin(-1),
+    "max_dim_values": lambda x: x.max(1)[0],
+    "min_dim_keep_values": lambda x: x.min(2, keepdim=True).values,
+    "prod_w": lambda x: (x * 0.5 + 1).prod(-1),
+}
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("name", list(REDUCTIONS))
+def test_reductions(tmp_path, dialect, name):
+    check_module(Fn(REDUCTIONS[name]), [torch.randn(1, 6, 5, 7)], tmp_path, dialect=dialect)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("dim,keepdim", [(1, False), (2, True), (-1, False)])
+def test_mean_3d(tmp_path, dialect, dim, keepdim):
+    check_module(Fn(lambda x: x.mean(dim, keepdim=keepdim)), [torch.randn(1, 8, 9)], tmp_path, dialect=dialect,
+                 expect_types=["Reduction"])
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_mean_over_batch_axis_is_noop(tmp_path, dialect):
+    check_module(Fn(lambda x: x.mean(0, keepdim=True).flatten(1)), [torch.randn(1, 3, 4)], tmp_path, dialect=dialect)
+
+
+def test_argmax_indices_use_is_refused(tmp_path):
+    from engine.convert import convert
+    from tests.harness import export_pt2
+
+    pt2 = export_pt2(Fn(lambda x: x.max(1)[1].float()), [torch.randn(1, 3, 4)], tmp_path / "m.pt2")
+    result = convert(str(pt2))
+    assert not result.ok

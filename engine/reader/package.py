@@ -20,7 +20,7 @@ from engine.reader import schema as S
 from engine.reader.archive import MemberInfo, ZipArchive
 from engine.reader.decode import decode_payload_config, decode_program
 from engine.reader.jsonload import MAX_JSON_BYTES
-from engine.reader.layout import LEGACY, ModelMembers, PackageLayout, detect_layout
+from engine.reader.layout import ModelMembers, PackageLayout, detect_layout
 from engine.reader.modules import ModuleNode, build_module_tree
 from engine.reader.signature import Signature, classify
 from engine.reader.tensors import DTYPES, TensorEntry, TensorStore, check_geometry, logical_nbytes, strided_view

@@ -1,0 +1,20 @@
+"""Per-layer numerical comparison of a converted model with PyTorch: find the first ncnn layer
+that diverges, and the ATen nodes, module and source line it came from.
+
+Public API (torch and ncnn — the ``verify`` extra — are imported only when :func:`verify` runs)::
+
+    from engine.verify import verify, VerifyOptions
+    result = verify("model.pt2", VerifyOptions(fp16=False), progress=cb, cancel=is_cancelled)
+    result.ok                    # every model output within tolerance
+    result.first_divergent       # LayerRecord of the first layer wrong by itself, or None
+    for rec in result.layers:    # LayerRecord per ncnn layer, topological order
+        rec.layer, rec.type, rec.aten_nodes, rec.status, rec.max_abs, rec.max_rel, rec.cosine
+    result.to_dict()             # the ``pt2ncnn verify --json`` document
+"""
+from .api import DEFAULT_TOLERANCE, VerifyOptions, verify
+from .errors import MissingDependency, VerifyError
+from .metrics import ErrorStats, compare
+from .result import BlobRecord, LayerRecord, OutputRecord, VerifyResult
+
+__all__ = ["DEFAULT_TOLERANCE", "BlobRecord", "ErrorStats", "LayerRecord", "MissingDependency", "OutputRecord",
+           "VerifyError", "VerifyOptions", "VerifyResult", "compare", "verify"]

@@ -1,0 +1,372 @@
+"""``verify(source, options) -> VerifyResult``: compare every ncnn layer with PyTorch.
+
+The run:
+
+1. choose inputs (user ``.npy`` files, the package's sample inputs, or seeded random ones);
+2. convert the program (or take the user's ``.ncnn.param``/``.ncnn.bin``, still converting the
+   program when possible to learn which blob holds which ATen value);
+3. run the program in PyTorch, capturing every ATen value (:mod:`.torch_run`);
+4. run the ncnn model once, reading every blob (:mod:`.ncnn_run`), and compare each blob with its
+   ATen value (:mod:`.mapping`, :mod:`.metrics`);
+5. run each compared layer again in isolation, fed PyTorch's values of its inputs, so a layer is
+   blamed only for its own error, never for one it inherited.
+
+torch and ncnn are imported only here, lazily (the ``verify`` extra).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ..errors import PT2Error
+from ..ir import Graph, Operator
+from .errors import VerifyError, check_cancel, require
+from .inputs import choose_inputs
+from .mapping import INPUT_TYPES, BlobMap, map_blobs, map_by_name
+from .metrics import ErrorStats, compare
+from .ncnn_run import BlobFailure, NcnnModel
+from .result import (DIVERGENT, FAILED, INHERITED, NOT_COMPARED, OK, BlobRecord, LayerRecord, OutputRecord,
+                     VerifyResult)
+
+log = logging.getLogger(__name__)
+
+#: (atol, rtol) by whether the ncnn weights are stored as fp16. Errors are measured relative to
+#: the PyTorch value's largest magnitude: fp32 weights agree to ~1e-6, fp16 ones to ~1e-3.
+DEFAULT_TOLERANCE = {False: (1e-5, 1e-4), True: (1e-4, 1e-2)}
+#: Most layers run together when several have no PyTorch counterpart in a row.
+MAX_ISOLATED_REGION = 64
+
+
+@dataclass
+class VerifyOptions:
+    """Options of one verification."""
+
+    fp16: bool = True  #: convert with fp16 weights (ignored for user-given ncnn files)
+    converters: Sequence[str | Path] = ()  #: converter plug-in files
+    input_shapes: Sequence[Sequence[int]] | None = None  #: concrete input shapes (random inputs)
+    model: str | None = None  #: which model of a multi-model package
+    ncnn_param: str | Path | None = None  #: verify these ncnn files instead of converting
+    ncnn_bin: str | Path | None = None
+    inputs: Sequence[str | Path] = ()  #: ``.npy`` files, one per tensor input, in call order
+    atol: float | None = None  #: default: :data:`DEFAULT_TOLERANCE`
+    rtol: float | None = None
+    seed: int = 0  #: for random inputs
+    isolate: bool = True  #: run each layer in isolation to tell own errors from inherited ones
+
+
+Progress = Callable[[int, int, str], None]
+
+
+def _program_of(source, model: str | None):
+    """(path, engine ExportedProgram) for a path, an engine Package or ExportedProgram."""
+    from ..reader.package import load
+
+    if isinstance(source, (str, os.PathLike)):
+        pkg = load(source)
+        ep = pkg.models.get(model) if model else pkg.model
+        if ep is None:
+            raise VerifyError(f"{source}: no model named {model!r} (models: {', '.join(pkg.model_names)})")
+        return os.fspath(source), ep
+    if hasattr(source, "models") and hasattr(source, "path"):  # a Package
+        return source.path, (source.models[model] if model else source.model)
+    if hasattr(source, "package"):  # an ExportedProgram
+        return source.package.path, source
+    raise VerifyError(f"cannot verify a {type(source).__name__}: give a .pt2 path, a Package or an ExportedProgram")
+
+
+class _Verifier:
+    """One verification run (holds the state the steps share)."""
+
+    def __init__(self, source, opts: VerifyOptions, conversion, progress: Progress | None,
+                 cancel: Callable[[], bool] | None):
+        self.opts = opts
+        self.progress = progress
+        self.cancel = cancel
+        self.notes: list[str] = []
+        require("torch")
+        require("ncnn")
+        self.path, self.ep = _program_of(source, opts.model)
+        self.conversion = conversion
+        self.step = 0
+        self.total = 4
+
+    def report(self, message: str) -> None:
+        check_cancel(self.cancel, message)
+        if self.progress is not None:
+            self.progress(self.step, self.total, message)
+        self.step += 1
+
+    # ---------------------------------------------------------------- conversion and files
+    def convert(self):
+        from ..convert import ConvertOptions, convert
+
+        if self.conversion is not None:
+            return self.conversion
+        copts = ConvertOptions(fp16=self.opts.fp16, input_shapes=self.opts.input_shapes,
+                               converters=list(self.opts.converters), model=self.opts.model, snapshots=False)
+        try:
+            return convert(self.ep, copts, cancel=self.cancel)
+        except PT2Error as e:
+            if self.opts.ncnn_param is None:
+                raise
+            self.notes.append(f"the program did not convert ({e}); blobs are matched by name only")
+            return None
+
+    def ncnn_files(self, conversion, tmp: Path) -> tuple[Graph, Path, Path, BlobMap, bool]:
+        from ..build import build_graph
+        from ..writers import read_ncnn_param
+
+        reference = map_blobs(conversion.ncnn, conversion.aten) if conversion is not None else None
+        if self.opts.ncnn_param is not None:
+            if self.opts.ncnn_bin is None:
+                raise VerifyError(f"{self.opts.ncnn_param}: --ncnn-param needs --ncnn-bin")
+            param, bin_path = Path(self.opts.ncnn_param), Path(self.opts.ncnn_bin)
+            graph = read_ncnn_param(param, bin_path)
+            aten = conversion.aten if conversion is not None else build_graph(self.ep)
+            fp16 = any(a.dtype == "f16" for op in graph.ops for a in op.attrs.values())
+            return graph, param, bin_path, map_by_name(graph, reference, aten), fp16
+        if not conversion.ok:
+            first = conversion.errors[0]
+            raise VerifyError(f"{self.path}: conversion incomplete: {len(conversion.errors)} operator(s) not "
+                              f"converted (first: {first}); see 'pt2ncnn convert'")
+        param, bin_path = tmp / "model.ncnn.param", tmp / "model.ncnn.bin"
+        conversion.write(param, bin_path)
+        return conversion.ncnn, param, bin_path, reference, bool(conversion.options.fp16)
+
+    # ---------------------------------------------------------------- the run
+    def run(self) -> VerifyResult:
+        t0 = time.perf_counter()
+        self.report("choosing inputs")
+        inputs = choose_inputs(self.ep, files=self.opts.inputs, input_shapes=self.opts.input_shapes,
+                               seed=self.opts.seed)
+        self.notes += inputs.notes
+        self.report("converting")
+        conversion = self.convert()
+        with tempfile.TemporaryDirectory(prefix="pt2ncnn-verify-") as tmp:
+            graph, param, bin_path, blobmap, fp16 = self.ncnn_files(conversion, Path(tmp))
+            self.ref_graph = conversion.ncnn if conversion is not None else None
+            atol, rtol = DEFAULT_TOLERANCE[fp16]
+            self.atol = atol if self.opts.atol is None else float(self.opts.atol)
+            self.rtol = rtol if self.opts.rtol is None else float(self.opts.rtol)
+            self.total = 4 + len(graph.ops)
+            self.report("running PyTorch")
+            from .torch_run import load_program, run_program
+
+            tv = run_program(load_program(self.path, self.opts.model), inputs, cancel=self.cancel)
+            self.report("running ncnn")
+            model = NcnnModel(param, bin_path)
+            layers, outputs = self.compare_all(graph, blobmap, model, tv, conversion)
+        return VerifyResult(layers=layers, outputs=outputs, atol=self.atol, rtol=self.rtol,
+                            input_source=inputs.source, graph=graph, conversion=conversion, fp16=fp16,
+                            ncnn_files=(str(param), str(bin_path)) if self.opts.ncnn_param is not None else None,
+                            notes=self.notes, seconds=time.perf_counter() - t0)
+
+    # ---------------------------------------------------------------- layouts
+    def _batched(self, blob: str, value: np.ndarray) -> bool:
+        for g in (self.graph, self.ref_graph):
+            opd = g.operands.get(blob) if g is not None else None
+            if opd is not None and opd.meta.get("batch") is not None:
+                return bool(opd.meta["batch"])
+        return value.ndim >= 2
+
+    def _ncnn_layout(self, blob: str, value: np.ndarray) -> np.ndarray:
+        """PyTorch's value of ``blob`` in the layout ncnn holds it: as the whole-model run produced
+        it when the size agrees, else the value without its batch axis (first sample)."""
+        got = self.full.get(blob)
+        if isinstance(got, np.ndarray):
+            aligned = _align(value, got.shape)
+            if aligned is not None:
+                return aligned
+        if self._batched(blob, value) and value.ndim >= 1:
+            return value[0] if value.ndim > 1 else value[:1]
+        return value
+
+    # ---------------------------------------------------------------- comparison
+    def compare_all(self, graph: Graph, blobmap: BlobMap, model: NcnnModel, tv, conversion):
+        self.graph = graph
+        values = tv.values
+        feeds = {}
+        for op in graph.ops:
+            if op.type in INPUT_TYPES:
+                for o in op.outputs:
+                    ref = blobmap.get(o.name)
+                    if ref is None or ref.value not in values:
+                        raise VerifyError(f"ncnn input blob {o.name!r} matches no model input")
+                    v = values[ref.value]
+                    feeds[o.name] = (v[0] if v.ndim > 1 else v) if self._batched(o.name, v) else v
+        self.full: dict[str, np.ndarray | BlobFailure] = {}
+        self.full = model.run(feeds, [o.name for op in graph.ops for o in op.outputs])
+        torch_feed: dict[str, np.ndarray] = {}
+        for blob, ref in blobmap.refs.items():
+            if ref.value in values:
+                torch_feed[blob] = self._ncnn_layout(blob, values[ref.value])
+        aten_ops = {op.name: op for op in conversion.aten.ops} if conversion is not None else {}
+        order = {name: k for k, name in enumerate(aten_ops)}
+        ref_layers = {op.name: op for op in self.ref_graph.ops} if self.ref_graph is not None else {}
+        records: list[LayerRecord] = []
+        by_blob: dict[str, BlobRecord] = {}
+        for index, op in enumerate(graph.ops):
+            self.report(f"layer {op.name}")
+            rec = self._layer_record(index, op, blobmap, values, by_blob, aten_ops, order, ref_layers)
+            if self.opts.isolate and rec.blobs and any(b.compared for b in rec.blobs) and op.inputs:
+                self._isolate(op, rec, model, torch_feed, values, blobmap)
+            self._judge(op, rec, by_blob)
+            records.append(rec)
+        outputs = self._outputs(graph, tv, values)
+        if self.progress is not None:
+            self.progress(self.total, self.total, "done")
+        return records, outputs
+
+    def _layer_record(self, index: int, op: Operator, blobmap: BlobMap, values, by_blob, aten_ops, order,
+                      ref_layers) -> LayerRecord:
+        prov = op.provenance.nodes or (ref_layers[op.name].provenance.nodes if op.name in ref_layers else ())
+        nodes = list(prov) or [r.node for o in op.outputs if (r := blobmap.get(o.name)) is not None]
+        nodes = sorted(dict.fromkeys(n for n in nodes if n), key=lambda n: order.get(n, len(order)))
+        module, source = _where(nodes, aten_ops)
+        rec = LayerRecord(index=index, layer=op.name, type=op.type, aten_nodes=nodes, module=module, source=source)
+        for o in op.outputs:
+            b = self._blob_record(o.name, blobmap, values)
+            rec.blobs.append(b)
+            by_blob[o.name] = b
+        return rec
+
+    def _blob_record(self, blob: str, blobmap: BlobMap, values) -> BlobRecord:
+        ref = blobmap.get(blob)
+        got = self.full.get(blob)
+        shape = tuple(got.shape) if isinstance(got, np.ndarray) else None
+        if ref is None:
+            return BlobRecord(blob, None, "unmapped", shape, note=blobmap.unmapped.get(blob, "no PyTorch counterpart"))
+        want = values.get(ref.value)
+        if want is None:
+            return BlobRecord(blob, ref.value, ref.how, shape, note="PyTorch produced no tensor for this value")
+        b = BlobRecord(blob, ref.value, ref.how, shape, tuple(want.shape))
+        b.error, b.note = _stats(got, want)
+        return b
+
+    def _isolate(self, op: Operator, rec: LayerRecord, model: NcnnModel, torch_feed, values, blobmap) -> None:
+        feeds: dict[str, np.ndarray] = {}
+        region = [op.name]
+        stack = list(op.inputs)
+        seen: set[str] = set()
+        while stack:
+            b = stack.pop()
+            if b.name in seen:
+                continue
+            seen.add(b.name)
+            if b.name in torch_feed:
+                feeds[b.name] = torch_feed[b.name]
+                continue
+            p = b.producer
+            if p is None or p.type in INPUT_TYPES or len(region) >= MAX_ISOLATED_REGION:
+                got = self.full.get(b.name)
+                if not isinstance(got, np.ndarray):
+                    return  # nothing to feed: no isolated run
+                feeds[b.name] = got
+                continue
+            region.append(p.name)
+            stack.extend(p.inputs)
+        rec.isolated_with = region
+        out = model.run(feeds, [o.name for o in op.outputs])
+        for b in rec.blobs:
+            if b.compared:
+                b.own, note = _stats(out.get(b.blob), values[b.value])
+                if note and not b.note:
+                    b.note = f"alone: {note}"
+
+    def _judge(self, op: Operator, rec: LayerRecord, by_blob: dict[str, BlobRecord]) -> None:
+        compared = [b for b in rec.blobs if b.compared]
+        if not compared:
+            rec.status = NOT_COMPARED
+            rec.note = "; ".join(dict.fromkeys(b.note for b in rec.blobs if b.note))
+            return
+        rec.error = ErrorStats.worst([b.error for b in compared])
+        rec.within_tolerance = rec.error.within(self.atol, self.rtol)
+        owns = [b.own for b in compared if b.own is not None]
+        if owns:
+            rec.own = ErrorStats.worst(owns)
+            own_ok = rec.own.within(self.atol, self.rtol)
+            broken = not np.isfinite(rec.own.max_abs)
+        else:  # no isolated run: blame it when its inputs were fine
+            inputs = [by_blob[i.name] for i in op.inputs if i.name in by_blob]
+            inputs_ok = all(b.error.within(self.atol, self.rtol) for b in inputs if b.compared)
+            own_ok = rec.within_tolerance or not inputs_ok
+            broken = not np.isfinite(rec.error.max_abs)
+        if not own_ok:
+            rec.status = FAILED if broken else DIVERGENT
+        else:
+            rec.status = OK if rec.within_tolerance else INHERITED
+        rec.note = "; ".join(dict.fromkeys(b.note for b in compared if b.note))
+
+    def _outputs(self, graph: Graph, tv, values) -> list[OutputRecord]:
+        meta = graph.meta.get("outputs") or (self.ref_graph.meta.get("outputs") if self.ref_graph is not None else None)
+        blobs = [d["blob"] for d in meta] if meta else []
+        out = []
+        for k, name in enumerate(tv.outputs):
+            blob = blobs[k] if k < len(blobs) else f"out{k}"
+            rec = OutputRecord(name, blob)
+            if name not in values:
+                rec.note = "PyTorch returned no tensor"
+            elif blob not in self.full:
+                rec.note = f"the ncnn model has no blob {blob!r}"
+            else:
+                rec.error, rec.note = _stats(self.full[blob], values[name])
+                rec.ok = rec.error.within(self.atol, self.rtol)
+            out.append(rec)
+        return out
+
+
+def _align(value: np.ndarray, shape: tuple[int, ...]) -> np.ndarray | None:
+    """``value`` reshaped to an ncnn blob's shape when the sizes agree (ncnn drops the batch
+    axis; a batch of several samples is compared on its first)."""
+    n = int(np.prod(shape)) if shape else 1
+    if value.size == n:
+        return value.reshape(shape)
+    if value.ndim >= 1 and value.shape[0] > 1 and value.size == value.shape[0] * n:
+        return value[0].reshape(shape)
+    return None
+
+
+def _stats(got, want: np.ndarray) -> tuple[ErrorStats, str]:
+    """Compare an ncnn result (array or failure) with a PyTorch value: (stats, note)."""
+    if isinstance(got, BlobFailure):
+        return ErrorStats.mismatch(), str(got)
+    if got is None:
+        return ErrorStats.mismatch(), "not computed"
+    aligned = _align(want, got.shape)
+    if aligned is None:
+        return ErrorStats.mismatch(), f"shape differs: ncnn {list(got.shape)}, PyTorch {list(want.shape)}"
+    return compare(got, aligned), ""
+
+
+def _where(nodes: list[str], aten_ops: dict[str, Operator]) -> tuple[str, str]:
+    """Module path and ``file:line`` of the first of ``nodes`` that has them."""
+    module = source = ""
+    for n in nodes:
+        op = aten_ops.get(n)
+        if op is None:
+            continue
+        if not module and op.provenance.modules and op.provenance.modules[0]:
+            module = op.provenance.modules[0]
+        if not source and op.meta.get("source"):
+            source = str(op.meta["source"])
+    return module, source
+
+
+def verify(source, options: VerifyOptions | None = None, *, conversion=None,
+           progress: Progress | None = None, cancel: Callable[[], bool] | None = None) -> VerifyResult:
+    """Compare every ncnn layer of the converted ``source`` (a ``.pt2`` path, an engine Package
+    or ExportedProgram) with PyTorch.
+
+    ``conversion``: an existing ConversionResult of the same program to verify (the GUI's), so
+    the program is not converted again. ``progress(done, total, message)`` is called before
+    each step and layer; ``cancel()`` is polled as often, and a True answer raises the engine's
+    ``Cancelled``. Bad input raises :class:`~engine.verify.errors.VerifyError` (or another
+    PT2Error); missing torch/ncnn raises :class:`~engine.verify.errors.MissingDependency`."""
+    return _Verifier(source, options or VerifyOptions(), conversion, progress, cancel).run()

@@ -1,0 +1,80 @@
+"""Run an ncnn model with the ncnn Python runtime and read any blob (imports ncnn lazily).
+
+Runs are exact and repeatable: fp16/bf16 storage and arithmetic, packing and Vulkan off, one
+thread, light mode off (so every intermediate blob stays readable and in-place layers work on
+copies). Input Mats are cloned: a Mat wrapping numpy memory has no refcount, and an in-place
+layer reading it would write into (or free) the caller's array.
+
+Any blob may be set before extracting — ``ncnn.Extractor.input`` accepts intermediate blobs —
+and the runtime computes only what is missing, which is how one layer is run in isolation on
+PyTorch's values of its inputs.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import VerifyError, require
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class BlobFailure:
+    """ncnn could not produce a blob (``code`` is the runtime's return value)."""
+
+    code: int
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def _mat(ncnn, arr: np.ndarray):
+    a = np.ascontiguousarray(arr, dtype=np.float32)
+    if a.ndim == 0:
+        a = a.reshape(1)
+    if a.ndim > 4:
+        raise VerifyError(f"a {a.ndim}-D value {list(a.shape)} cannot be an ncnn Mat")
+    return ncnn.Mat(a).clone()
+
+
+class NcnnModel:
+    """One loaded ncnn model (``.param`` + ``.bin``)."""
+
+    def __init__(self, param: str | os.PathLike, bin_path: str | os.PathLike):
+        ncnn = require("ncnn")
+        self._ncnn = ncnn
+        net = ncnn.Net()
+        opt = net.opt
+        opt.use_vulkan_compute = False
+        opt.use_fp16_storage = opt.use_fp16_arithmetic = opt.use_fp16_packed = False
+        opt.use_bf16_storage = False
+        opt.use_packing_layout = False
+        opt.lightmode = False
+        opt.num_threads = 1
+        if net.load_param(os.fspath(param)) != 0:
+            raise VerifyError(f"{param}: the ncnn runtime refused the param file")
+        if net.load_model(os.fspath(bin_path)) != 0:
+            raise VerifyError(f"{bin_path}: the ncnn runtime refused the weights file")
+        self.net = net
+
+    def run(self, feeds: dict[str, np.ndarray], wanted: list[str]) -> dict[str, np.ndarray | BlobFailure]:
+        """Set ``feeds`` (blob → array in ncnn layout, batch axis dropped), extract ``wanted``.
+        Each wanted blob comes back as a numpy array or a :class:`BlobFailure`."""
+        ex = self.net.create_extractor()
+        ex.set_light_mode(False)
+        for blob, arr in feeds.items():
+            if ex.input(blob, _mat(self._ncnn, arr)) != 0:
+                raise VerifyError(f"the ncnn model has no blob named {blob!r}")
+        out: dict[str, np.ndarray | BlobFailure] = {}
+        for blob in wanted:
+            ret, mat = ex.extract(blob)
+            if ret != 0:
+                out[blob] = BlobFailure(ret, f"ncnn failed to compute {blob} (error {ret})")
+            else:
+                out[blob] = np.array(mat).copy()
+        return out

@@ -1,0 +1,109 @@
+"""Run an ExportedProgram in PyTorch and capture every intermediate value (imports torch lazily).
+
+The program is loaded with ``torch.export.load``; its ``graph_module`` (the lifted graph whose
+node names are the serialized node / value names the converter's provenance uses) runs under a
+``torch.fx.Interpreter`` that records a copy of every tensor a node produces, so a later in-place
+op does not change what was recorded. Parameters, buffers and constants are passed from the
+program's state in signature order.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from .errors import VerifyError, cancelled_type, check_cancel, require
+from .inputs import ModelInputs
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TorchValues:
+    """Every tensor value of one PyTorch run, by ATen value name (numpy, batch axis kept)."""
+
+    values: dict[str, np.ndarray]
+    outputs: list[str]  #: the user outputs' value names, in order
+    seconds: float = 0.0
+
+
+def load_program(path: str | os.PathLike, model: str | None = None):
+    """``torch.export.load`` of the package (one named model of a multi-model package)."""
+    torch = require("torch")
+    try:
+        if model and model != "model":
+            from torch.export.pt2_archive._package import load_pt2
+
+            return load_pt2(os.fspath(path)).exported_programs[model]
+        return torch.export.load(os.fspath(path))
+    except Exception as e:  # torch's own reasons: a newer schema, a custom op not registered...
+        raise VerifyError(f"{path}: PyTorch cannot load the program: {type(e).__name__}: {e}") from None
+
+
+def _to_numpy(t) -> np.ndarray:
+    torch = require("torch")
+    t = t.detach()
+    if t.dtype in (torch.bfloat16,) or getattr(t.dtype, "itemsize", 4) == 1 and t.dtype.is_floating_point:
+        t = t.float()
+    if t.is_complex():
+        return t.resolve_conj().numpy().copy()
+    return t.contiguous().numpy().copy()
+
+
+def _flat_args(ep, inputs: ModelInputs) -> list:
+    torch = require("torch")
+    from torch.export.graph_signature import InputKind, TensorArgument
+
+    given = {n: torch.from_numpy(np.ascontiguousarray(a)).to(getattr(torch, d))
+             for n, a, d in zip(inputs.names, inputs.arrays, inputs.torch_dtypes)}
+    args = []
+    for spec in ep.graph_signature.input_specs:
+        name = getattr(spec.arg, "name", None)
+        if spec.kind == InputKind.USER_INPUT:
+            if isinstance(spec.arg, TensorArgument):
+                if name not in given:
+                    raise VerifyError(f"no value for model input {name}")
+                args.append(given[name])
+            else:
+                args.append(getattr(spec.arg, "value", None))
+        elif spec.kind == InputKind.PARAMETER or (spec.kind == InputKind.BUFFER and spec.persistent is not False):
+            args.append(ep.state_dict[spec.target])
+        elif spec.kind in (InputKind.BUFFER, InputKind.CONSTANT_TENSOR, InputKind.CUSTOM_OBJ):
+            args.append(ep.constants[spec.target])
+        else:
+            raise VerifyError(f"input {name}: {spec.kind.name} inputs are not supported by verify")
+    return args
+
+
+def run_program(ep, inputs: ModelInputs, *, cancel: Callable[[], bool] | None = None) -> TorchValues:
+    """Run ``ep`` (a torch ExportedProgram) on ``inputs``; capture every tensor value."""
+    import time
+
+    torch = require("torch")
+    from torch.export.graph_signature import OutputKind
+
+    Cancelled = cancelled_type()
+    values: dict[str, np.ndarray] = {}
+
+    class Capture(torch.fx.Interpreter):
+        def run_node(self, n):
+            check_cancel(cancel, f"at PyTorch node {n.name}")
+            out = super().run_node(n)
+            if isinstance(out, torch.Tensor) and n.op != "output":
+                values[n.name] = _to_numpy(out)
+            return out
+
+    t0 = time.perf_counter()
+    args = _flat_args(ep, inputs)
+    try:
+        with torch.no_grad():
+            Capture(ep.graph_module).run(*args, enable_io_processing=False)
+    except Cancelled:
+        raise
+    except Exception as e:
+        raise VerifyError(f"PyTorch failed to run the program: {type(e).__name__}: {e}") from None
+    outputs = [getattr(s.arg, "name", "") for s in ep.graph_signature.output_specs if s.kind == OutputKind.USER_OUTPUT]
+    return TorchValues(values, outputs, time.perf_counter() - t0)

@@ -30,6 +30,7 @@ COMMANDS = [
     "engine.cli.inspect_cmd",
     "engine.cli.convert_cmd",
     "engine.cli.coverage_cmd",
+    "engine.cli.verify_cmd",
 ]
 #: The subcommand the ``pt2ncnn MODEL.pt2 key=value ...`` shorthand routes to.
 SHORTHAND_COMMAND = "convert"

@@ -25,7 +25,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..errors import PT2Error
+from ..errors import ConversionError
 from ..ir import Graph, Operator
 from .errors import VerifyError, check_cancel, require
 from .inputs import choose_inputs
@@ -113,7 +113,7 @@ class _Verifier:
                                converters=list(self.opts.converters), model=self.opts.model, snapshots=False)
         try:
             return convert(self.ep, copts, cancel=self.cancel)
-        except PT2Error as e:
+        except ConversionError as e:
             if self.opts.ncnn_param is None:
                 raise
             self.notes.append(f"the program did not convert ({e}); blobs are matched by name only")
@@ -215,8 +215,11 @@ class _Verifier:
         for index, op in enumerate(graph.ops):
             self.report(f"layer {op.name}")
             rec = self._layer_record(index, op, blobmap, values, by_blob, aten_ops, order, ref_layers)
-            if self.opts.isolate and rec.blobs and any(b.compared for b in rec.blobs) and op.inputs:
-                self._isolate(op, rec, model, torch_feed, values, blobmap)
+            if not op.inputs:  # an Input layer: nothing to isolate
+                for b in rec.blobs:
+                    b.own = b.error
+            elif self.opts.isolate and any(b.compared for b in rec.blobs):
+                self._isolate(op, rec, model, torch_feed, values)
             self._judge(op, rec, by_blob)
             records.append(rec)
         outputs = self._outputs(graph, tv, values)
@@ -250,7 +253,7 @@ class _Verifier:
         b.error, b.note = _stats(got, want)
         return b
 
-    def _isolate(self, op: Operator, rec: LayerRecord, model: NcnnModel, torch_feed, values, blobmap) -> None:
+    def _isolate(self, op: Operator, rec: LayerRecord, model: NcnnModel, torch_feed, values) -> None:
         feeds: dict[str, np.ndarray] = {}
         region = [op.name]
         stack = list(op.inputs)

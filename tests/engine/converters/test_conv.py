@@ -5,6 +5,7 @@ import pytest
 import torch
 from torch import nn
 
+from tests.engine.converters.modules import Fn
 from tests.harness import DIALECTS, check_module
 
 CONV2D = [  # kernel, stride, padding, dilation
@@ -163,3 +164,38 @@ def test_activation_not_fused_when_conv_output_is_returned(tmp_path):
     c = check_module(TwoReaders(), [torch.randn(1, 3, 6, 6)], tmp_path)
     assert _types(c) == ["Input", "Convolution", "Split", "ReLU"]
     assert c.result.ncnn.ops_of_type("Convolution")[0].params.get(9, 0) == 0
+
+
+class DynamicWeight(nn.Module):
+    """A convolution whose weight is computed from the input (ncnn dynamic_weight)."""
+
+    def __init__(self, nd, groups, bias):
+        super().__init__()
+        self.nd, self.groups = nd, groups
+        self.w = nn.Parameter(torch.randn(6, 6 // groups, *([3] * nd)))
+        self.b = nn.Parameter(torch.randn(6)) if bias else None
+
+    def forward(self, x):
+        conv = nn.functional.conv2d if self.nd == 2 else nn.functional.conv1d
+        return conv(x, self.w * x.mean(), self.b, padding=1, groups=self.groups)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("nd,groups,bias,ncnn_type", [
+    (2, 1, True, "Convolution"), (2, 1, False, "Convolution"), (2, 2, True, "ConvolutionDepthWise"),
+    (2, 6, True, "ConvolutionDepthWise"), (1, 1, True, "Convolution1D"), (1, 3, False, "ConvolutionDepthWise1D"),
+])
+def test_dynamic_weight(tmp_path, dialect, nd, groups, bias, ncnn_type):
+    c = check_module(DynamicWeight(nd, groups, bias), [torch.randn(1, 6, *([7] * nd))], tmp_path, dialect=dialect)
+    conv = c.result.ncnn.ops_of_type(ncnn_type)[0]
+    assert conv.params[19] == 1 and not conv.attrs and len(conv.inputs) == 2 + bias
+
+
+def test_weight_with_batch_axis_is_refused(tmp_path):
+    from engine.convert import ConvertOptions, convert
+    from tests.harness import export_pt2
+
+    m = Fn(lambda x, w: nn.functional.conv2d(x, w))
+    pt2 = export_pt2(m, [torch.randn(1, 3, 6, 6), torch.randn(1, 3, 3, 3)], tmp_path / "m.pt2")
+    result = convert(str(pt2), ConvertOptions())
+    assert [(d.op, "batch axis" in d.reason) for d in result.errors] == [("aten.conv2d.default", True)]

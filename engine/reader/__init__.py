@@ -13,6 +13,8 @@ Modules, one concern each:
 * :mod:`~engine.reader.signature` — graph input/output classification, symbols;
 * :mod:`~engine.reader.pytree` — in/out treespecs;
 * :mod:`~engine.reader.modules` — the module hierarchy;
+* :mod:`~engine.reader.symexpr` — readable text for symbolic sizes;
+* :mod:`~engine.reader.summary` — the JSON-able summary ``pt2ncnn inspect`` prints;
 * :mod:`~engine.reader.package` — :func:`load`, :class:`Package`, :class:`ExportedProgram`.
 
 Nothing here imports torch; numpy is imported only when a tensor is materialized.

@@ -152,12 +152,13 @@ def _layer_type(base: str, nd: int, groups: int) -> str:
 
 
 def _check_feature_map(op, ctx):
-    """The input must be (N, C, L) / (N, C, H, W) with the batch axis at dim 0."""
+    """The input must be (N, C, L) / (N, C, H, W) with the batch axis at dim 0, or unbatched
+    (C, L) / (C, H, W): a (C, L) / (C, H, W) blob in ncnn either way."""
     nd = _nd(op)
     x = op.inputs[0]
-    if ncnn_rank(x) != nd + 1 or not is_batched(x):
-        return (f"unsupported: {op.type} input {x.name} of shape {x.shape} is not a batched "
-                f"{'(N, C, L)' if nd == 1 else '(N, C, H, W)'} tensor")
+    if ncnn_rank(x) != nd + 1:
+        return (f"unsupported: {op.type} input {x.name} of shape {x.shape} is not "
+                f"{'(N, C, L)' if nd == 1 else '(N, C, H, W)'} with the batch axis first")
     return None
 
 

@@ -10,11 +10,16 @@ Public API (torch and ncnn — the ``verify`` extra — are imported only when :
     for rec in result.layers:    # LayerRecord per ncnn layer, topological order
         rec.layer, rec.type, rec.aten_nodes, rec.status, rec.max_abs, rec.max_rel, rec.cosine
     result.to_dict()             # the ``pt2ncnn verify --json`` document
+
+A ``cancel()`` returning True stops the run with :class:`Cancelled` (the engine's, also raised by
+the conversion's pass manager).
 """
+from .. import convert as _convert  # noqa: F401  (engine.passes must be imported through engine.convert)
+from ..passes import Cancelled
 from .api import DEFAULT_TOLERANCE, VerifyOptions, verify
 from .errors import MissingDependency, VerifyError
 from .metrics import ErrorStats, compare
 from .result import BlobRecord, LayerRecord, OutputRecord, VerifyResult
 
-__all__ = ["DEFAULT_TOLERANCE", "BlobRecord", "ErrorStats", "LayerRecord", "MissingDependency", "OutputRecord",
+__all__ = ["DEFAULT_TOLERANCE", "BlobRecord", "Cancelled", "ErrorStats", "LayerRecord", "MissingDependency", "OutputRecord",
            "VerifyError", "VerifyOptions", "VerifyResult", "compare", "verify"]

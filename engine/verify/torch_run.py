@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import warnings
 from dataclasses import dataclass
 from typing import Callable
 
@@ -34,11 +35,13 @@ def load_program(path: str | os.PathLike, model: str | None = None):
     """``torch.export.load`` of the package (one named model of a multi-model package)."""
     torch = require("torch")
     try:
-        if model and model != "model":
-            from torch.export.pt2_archive._package import load_pt2
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)  # torch's own deprecation notes while loading
+            if model and model != "model":
+                from torch.export.pt2_archive._package import load_pt2
 
-            return load_pt2(os.fspath(path)).exported_programs[model]
-        return torch.export.load(os.fspath(path))
+                return load_pt2(os.fspath(path)).exported_programs[model]
+            return torch.export.load(os.fspath(path))
     except Exception as e:  # torch's own reasons: a newer schema, a custom op not registered...
         raise VerifyError(f"{path}: PyTorch cannot load the program: {type(e).__name__}: {e}") from None
 

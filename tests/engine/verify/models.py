@@ -1,0 +1,119 @@
+"""The models the verify tests export: a 20+-layer CNN (residual blocks, max/avg pooling,
+squeeze-and-excitation, concat, hardswish, relu6, linear head) and converter plug-ins that
+deliberately mis-lower one of its operators."""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import torch
+from torch import nn
+
+#: node names of the exported CNN the tests break on purpose (same in both dialects)
+BROKEN_RELU = "relu_3"  #: the relu closing block2's first conv (fused into that Convolution)
+SHIFTED_CONV = "conv2d_4"  #: block2's second conv (``convolution_4`` in the core dialect)
+
+
+class Residual(nn.Module):
+    def __init__(self, c: int):
+        super().__init__()
+        self.conv1, self.bn1 = nn.Conv2d(c, c, 3, padding=1), nn.BatchNorm2d(c)
+        self.conv2, self.bn2 = nn.Conv2d(c, c, 3, padding=1), nn.BatchNorm2d(c)
+
+    def forward(self, x):
+        y = torch.relu(self.bn1(self.conv1(x)))
+        return torch.relu(self.bn2(self.conv2(y)) + x)
+
+
+class SqueezeExcite(nn.Module):
+    def __init__(self, c: int, r: int = 4):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(c, c // r), nn.Linear(c // r, c)
+
+    def forward(self, x):
+        s = nn.functional.adaptive_avg_pool2d(x, 1).flatten(1)
+        s = torch.sigmoid(self.fc2(torch.relu(self.fc1(s))))
+        return x * s.view(s.shape[0], -1, 1, 1)
+
+
+class DeepCNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem, self.bn = nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16)
+        self.block1, self.block2 = Residual(16), Residual(16)
+        self.se = SqueezeExcite(16)
+        self.branch = nn.Conv2d(16, 8, 1)
+        self.down, self.bn_down = nn.Conv2d(24, 24, 3, stride=2, padding=1), nn.BatchNorm2d(24)
+        self.head = nn.Linear(24, 10)
+
+    def forward(self, x):
+        x = torch.relu(self.bn(self.stem(x)))
+        x = self.block1(x)
+        x = nn.functional.max_pool2d(x, 2)
+        x = self.block2(x)
+        x = self.se(x)
+        x = torch.cat([x, nn.functional.hardswish(self.branch(x))], 1)
+        x = nn.functional.relu6(self.bn_down(self.down(x)))
+        x = nn.functional.avg_pool2d(x, 2)
+        x = nn.functional.adaptive_avg_pool2d(x, 1).flatten(1)
+        return self.head(x)
+
+
+def deep_cnn() -> nn.Module:
+    """The CNN with seeded weights and non-trivial batch-norm statistics, in eval mode."""
+    torch.manual_seed(0)
+    m = DeepCNN()
+    for mod in m.modules():
+        if isinstance(mod, nn.BatchNorm2d):
+            mod.running_mean.uniform_(-0.5, 0.5)
+            mod.running_var.uniform_(0.5, 2.0)
+            mod.weight.data.uniform_(0.5, 1.5)
+            mod.bias.data.uniform_(-0.5, 0.5)
+    return m.eval()
+
+
+def export(module: nn.Module, inputs, path: Path, dialect: str = "training") -> Path:
+    ep = torch.export.export(module.eval(), tuple(inputs))
+    if dialect == "core":
+        ep = ep.run_decompositions()
+    torch.export.save(ep, str(path))
+    return path
+
+
+def write_plugin(path: Path, source: str) -> Path:
+    path.write_text(textwrap.dedent(source))
+    return path
+
+
+#: A plug-in lowering ONE relu (by ATen node name) to sigmoid; every other relu stays built-in.
+RELU_AS_SIGMOID = f'''
+    from engine.convert import aten_converter
+
+    def _only_that_relu(op, ctx):
+        return True if op.name == "{BROKEN_RELU}" else "unsupported: not the relu this plug-in breaks"
+
+    @aten_converter("aten.relu.default", validator=_only_that_relu)
+    def relu_as_sigmoid(ctx, op):
+        return ctx.emit("F.sigmoid", [op.inputs[0]])
+'''
+
+#: A plug-in that shifts the padding of ONE conv (by ATen node name): 2 before, 0 after, so the
+#: output keeps its size but is displaced by a pixel.
+SHIFTED_PADDING = f'''
+    from engine.convert import NCNN, ncnn_rule
+    from engine.ncnn.layers import make_params
+
+    TARGETS = ("{SHIFTED_CONV}", "{SHIFTED_CONV.replace('conv2d', 'convolution')}")
+
+    def _only_that_conv(op, ctx):
+        return True if set(TARGETS) & set(op.provenance.nodes) else "unsupported: not the conv this plug-in breaks"
+
+    @ncnn_rule("nn.Conv2d", validator=_only_that_conv)
+    def shifted_conv(ctx, op):
+        builtin = next(c for c in NCNN.candidates("nn.Conv2d")
+                       if c.origin.startswith("builtin:") and c.check(op, ctx) is None)
+        out = builtin.fn(ctx, op)
+        layer = out.producer
+        layer.params.update(make_params(layer.type, pad_left=2, pad_right=0, pad_top=2, pad_bottom=0))
+        return out
+'''

@@ -79,10 +79,14 @@ def _scalar(op, key) -> float | None:
     return float(v) if isinstance(v, Number) and not isinstance(v, bool) else None
 
 
+def _mm_operands(op):
+    """``(x, mat2)`` of ``x @ mat2`` for addmm (bias, x, mat2), mm and matmul (x, mat2)."""
+    return tuple(op.inputs[1:3]) if op.type == "aten.addmm.default" else tuple(op.inputs[:2])
+
+
 def _check_mm(op, ctx):
-    x, mat2 = op.inputs[1] if op.type == "aten.addmm.default" else op.inputs[0], op.named_input(
-        "mat2" if op.type != "aten.matmul.default" else "other")
-    if mat2 is None or matmul_weight(ctx, mat2) is None:
+    x, mat2 = _mm_operands(op)
+    if matmul_weight(ctx, mat2) is None:
         return f"unsupported: {op.type} with a right operand that is not a constant 2-D matrix"
     if x.shape is None or len(x.shape) < 1:
         return f"unsupported: {op.type} of a scalar"
@@ -102,15 +106,16 @@ def _scaled(attr, factor: float):
 
 @aten_converter("aten.addmm.default", validator=_check_mm)
 def addmm(ctx, op):
-    bias_in, x, mat2 = op.inputs[:3]
+    x, mat2 = _mm_operands(op)
     weight = matmul_weight(ctx, mat2)
-    bias = _bias_vector(ctx, bias_in, int(weight.shape[0]))
+    bias = _bias_vector(ctx, op.inputs[0], int(weight.shape[0]))
     return _emit_linear(ctx, x, _scaled(weight, _scalar(op, "alpha")), _scaled(bias, _scalar(op, "beta")))
 
 
 @aten_converter("aten.mm.default", "aten.matmul.default", validator=_check_mm)
 def mm(ctx, op):
-    return _emit_linear(ctx, op.inputs[0], matmul_weight(ctx, op.inputs[1]), None)
+    x, mat2 = _mm_operands(op)
+    return _emit_linear(ctx, x, matmul_weight(ctx, mat2), None)
 
 
 # ---------------------------------------------------------------------------- pnnx → ncnn

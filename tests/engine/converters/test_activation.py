@@ -119,3 +119,31 @@ def test_activations_after_conv(tmp_path, dialect):
     m = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.Hardswish(), nn.Conv2d(8, 8, 1), nn.Mish(),
                       nn.Conv2d(8, 4, 1), nn.SiLU())
     check_module(m, [_x(1, 3, 8, 8, scale=1.0)], tmp_path, dialect=dialect, forbid_types=["BinaryOp"])
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("name,fn,layer", [
+    ("one_element_bounds", lambda x: torch.clamp(x, torch.tensor(-1.0), torch.tensor([2.0])), "Clip"),
+    ("tensor_bounds", lambda x: torch.clamp(x, -x.abs().mean((2, 3), keepdim=True), x.abs() * 0.5), "BinaryOp"),
+    ("tensor_min_only", lambda x: torch.clamp_min(x, x.mean(1, keepdim=True)), "BinaryOp"),
+    ("tensor_max_only", lambda x: torch.clamp_max(x, torch.full((1, 4, 1, 1), 0.5)), "BinaryOp"),
+])
+def test_clamp_tensor_bounds(tmp_path, dialect, name, fn, layer):
+    check_module(Fn(fn), [_x(1, 4, 5, 6)], tmp_path, dialect=dialect, expect_types=[layer])
+
+
+class InPlace(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(4, 4, 1)
+
+    def forward(self, x):
+        y = self.conv(x)
+        y.add_(x).mul_(0.5)
+        y.sigmoid_()
+        return y.clamp_(0.1, 0.9)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_inplace_forms(tmp_path, dialect):
+    check_module(InPlace(), [_x(1, 4, 5, 6)], tmp_path, dialect=dialect, expect_types=["Sigmoid", "Clip"])

@@ -70,6 +70,47 @@ def test_global_pool_then_flatten_is_one_layer(tmp_path, dialect):
     assert types == ["Input", "Pooling"], types
 
 
+class SqueezeExcite(nn.Module):
+    """torchvision's SqueezeExcitation: x * gate(fc2(act(fc1(avgpool(x)))))."""
+
+    def __init__(self, c, squeeze, gate):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Conv2d(c, squeeze, 1), nn.Conv2d(squeeze, c, 1)
+        self.act, self.gate = nn.ReLU(), gate
+
+    def forward(self, x):
+        s = self.gate(self.fc2(self.act(self.fc1(nn.functional.adaptive_avg_pool2d(x, 1)))))
+        return x * s
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("gate", [nn.Sigmoid(), nn.Hardsigmoid()], ids=["sigmoid", "hardsigmoid"])
+@pytest.mark.parametrize("fp16", [False, True])
+def test_squeeze_excite_uses_global_pooling_and_inner_product(tmp_path, dialect, gate, fp16):
+    """pnnx's layout: the pooled (C) vector feeds InnerProducts; the gate broadcasts over C."""
+    checked = check_module(SqueezeExcite(16, 4, gate), [torch.randn(1, 16, 7, 6)], tmp_path, dialect=dialect,
+                           fp16=fp16, expect_types=["InnerProduct"], forbid_types=["Convolution", "Reshape"])
+    pool = next(op for op in checked.result.ncnn.ops if op.type == "Pooling")
+    assert pool.params.get(4) == 1  # global_pooling
+
+
+class PoolHead(nn.Module):
+    """The pooled (N, C, 1, 1) map read by a 3x3 convolution and returned: needs (C, 1, 1) back."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(8, 4, 3, padding=1)
+
+    def forward(self, x):
+        p = nn.functional.adaptive_max_pool2d(x, 1)
+        return p, self.conv(p)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_global_pool_result_restored_for_other_readers(tmp_path, dialect):
+    check_module(PoolHead(), [torch.randn(1, 8, 5, 5)], tmp_path, dialect=dialect, expect_types=["Reshape"])
+
+
 def test_dilated_max_pool_is_refused(tmp_path):
     from engine.convert import convert
     from tests.harness import export_pt2

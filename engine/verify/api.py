@@ -200,7 +200,12 @@ class _Verifier:
                     if ref is None or ref.value not in values:
                         raise VerifyError(f"ncnn input blob {o.name!r} matches no model input")
                     v = values[ref.value]
-                    feeds[o.name] = (v[0] if v.ndim > 1 else v) if self._batched(o.name, v) else v
+                    if self._batched(o.name, v):
+                        if v.ndim > 1 and v.shape[0] > 1:
+                            self.notes.append(f"PyTorch ran a batch of {v.shape[0]} (input {ref.value}); ncnn has "
+                                              f"no batch axis: compared on the first sample")
+                        v = v[0] if v.ndim > 1 else v
+                    feeds[o.name] = v
         self.full: dict[str, np.ndarray | BlobFailure] = {}
         self.full = model.run(feeds, [o.name for op in graph.ops for o in op.outputs])
         torch_feed: dict[str, np.ndarray] = {}

@@ -172,15 +172,21 @@ def _io_ref(blob: str, idx: _AtenIndex) -> ValueRef | None:
 def map_by_name(graph: Graph, reference: BlobMap | None, aten: Graph) -> BlobMap:
     """Map the blobs of a user-given ncnn graph (no provenance): a blob the reference mapping
     (from converting the same program) knows keeps its value; a ``<blob>_split_<k>`` holds what
-    ``<blob>`` holds; ``in<k>`` / ``out<k>`` are the program's k-th user input / output; any
-    other blob named after an ATen value is that value."""
+    ``<blob>`` holds; ``in<k>`` / ``out<k>`` are the program's k-th user input / output (an
+    input layer's blob named otherwise is the user input of the same position); any other blob
+    named after an ATen value is that value."""
     idx = _AtenIndex(aten)
     refs: dict[str, ValueRef] = {}
     unmapped: dict[str, str] = {}
     known = reference.refs if reference is not None else {}
+    n_inputs = 0
     for op in graph.ops:
         for o in op.outputs:
-            if o.name in known:
+            if op.type in INPUT_TYPES and o.name not in known and _io_ref(o.name, idx) is None \
+                    and n_inputs < len(idx.inputs):  # an input named otherwise: inputs in order
+                value = idx.inputs[n_inputs]
+                refs[o.name] = ValueRef(value, value, "input")
+            elif o.name in known:
                 refs[o.name] = known[o.name]
             elif op.type == SPLIT and op.inputs and op.inputs[0].name in refs:
                 refs[o.name] = replace(refs[op.inputs[0].name], how="split")
@@ -192,4 +198,5 @@ def map_by_name(graph: Graph, reference: BlobMap | None, aten: Graph) -> BlobMap
                 unmapped[o.name] = reference.unmapped[o.name]
             else:
                 unmapped[o.name] = "blob name matches no ATen value"
+        n_inputs += op.type in INPUT_TYPES
     return BlobMap(refs, unmapped)

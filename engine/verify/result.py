@@ -141,6 +141,7 @@ class VerifyResult:
     ncnn_files: tuple[str, str] | None = None  #: user-given (param, bin), None when converted here
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    _by_name: dict[str, LayerRecord] | None = field(default=None, repr=False, compare=False)
 
     @property
     def ok(self) -> bool:
@@ -158,7 +159,10 @@ class VerifyResult:
         return next((r for r in self.layers if r.within_tolerance is False), None)
 
     def layer(self, name: str) -> LayerRecord | None:
-        return next((r for r in self.layers if r.layer == name), None)
+        """The record of the layer named ``name``."""
+        if self._by_name is None or len(self._by_name) != len(self.layers):
+            self._by_name = {r.layer: r for r in self.layers}
+        return self._by_name.get(name)
 
     def layers_of_node(self, aten_node: str) -> list[LayerRecord]:
         """The layers an ATen node went into (a GUI colouring the ATen / pnnx views uses it)."""

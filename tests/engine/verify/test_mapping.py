@@ -80,3 +80,11 @@ def test_map_by_name_uses_the_reference_then_names():
     bare = map_by_name(user, None, aten)
     assert (bare.refs["in0"].value, bare.refs["in0"].how) == ("x", "input")
     assert bare.refs["conv2d"].value == "conv2d"
+
+
+def test_input_named_otherwise_is_the_input_of_that_position():
+    user = Graph()
+    _layer(user, "Input", "data", [], ["data"], [])
+    _layer(user, "ReLU", "r", ["data"], ["relu"], [])
+    m = map_by_name(user, None, _aten())
+    assert (m.refs["data"].value, m.refs["data"].how) == ("x", "input") and m.refs["relu"].value == "relu"

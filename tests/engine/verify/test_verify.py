@@ -205,3 +205,22 @@ def test_result_json_document(cnn_training_pt2):
     assert d["ok"] is True and d["first_divergent"] is None
     assert {"name", "max_abs", "max_rel"} <= set(d["outputs"][0])
     assert all({"layer", "type", "aten_nodes", "max_abs", "max_rel", "cosine"} <= set(x) for x in d["layers"])
+
+
+def test_two_inputs_batch_of_two_compares_the_first_sample(tmp_path):
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c, self.fc = torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.Linear(4, 5)
+
+        def forward(self, x, y):
+            z = torch.relu(self.c(x)).mean((2, 3))
+            return self.fc(z) + y, z.softmax(-1)
+
+    ep = torch.export.export(M().eval(), (torch.randn(2, 3, 8, 8), torch.randn(2, 5)))
+    torch.export.save(ep, str(tmp_path / "m.pt2"))
+    r = verify(tmp_path / "m.pt2", FP32)
+    assert r.ok and [o.name for o in r.outputs] == ["add", "softmax"]
+    assert any("batch of 2" in n and "first sample" in n for n in r.notes)
+    conv = r.layer("conv2d")
+    assert conv.blobs[0].ncnn_shape == (4, 8, 8) and conv.blobs[0].torch_shape == (2, 4, 8, 8)

@@ -158,16 +158,45 @@ def _div6(m: _Match, op: Operator) -> Operand | None:
 
 
 # ----------------------------------------------------------------------------- patterns
-def _silu(m: _Match, root: Operator):
+def _times_chain_of(m: _Match, root: Operator, chain: Callable[[_Match, Operand | None], Operand | None]):
+    """``x`` when ``root`` is ``x * y`` (either order) with ``chain(y)`` matching and returning ``x``."""
     if root.type != "aten.mul.Tensor":
         return None
-    for x, s in _commuted(root):
+    for x, y in _commuted(root):
         sub = _Match()
-        sig = sub.take(s, "aten.sigmoid.default")
-        if x is not None and sig is not None and sig.inputs[0] is x:
+        if x is not None and chain(sub, y) is x:
             m.ops += sub.ops
-            return "aten.silu.default", [x], {}
+            return x
     return None
+
+
+def _sigmoid_of(m: _Match, y: Operand | None) -> Operand | None:
+    sig = m.take(y, "aten.sigmoid.default")
+    return sig.inputs[0] if sig else None
+
+
+def _hardsigmoid_of(m: _Match, y: Operand | None) -> Operand | None:
+    hs = m.take(y, "aten.hardsigmoid.default", "aten.div.Tensor", "aten.div.Scalar", "aten.mul.Tensor",
+                "aten.mul.Scalar")
+    if hs is None:
+        return None
+    if hs.type == "aten.hardsigmoid.default":
+        return hs.inputs[0]
+    y2 = _div6(m, hs)
+    return _relu6_plus3(m, y2) if y2 is not None else None
+
+
+def _tanh_softplus_of(m: _Match, y: Operand | None) -> Operand | None:
+    tanh = m.take(y, "aten.tanh.default")
+    sp = m.take(tanh.inputs[0] if tanh else None, "aten.softplus.default")
+    if sp is None or sp.params.get("beta", 1) != 1 or sp.params.get("threshold", 20) != 20:
+        return None
+    return sp.inputs[0]
+
+
+def _silu(m: _Match, root: Operator):
+    x = _times_chain_of(m, root, _sigmoid_of)
+    return ("aten.silu.default", [x], {}) if x is not None else None
 
 
 def _hardsigmoid(m: _Match, root: Operator):
@@ -180,29 +209,10 @@ def _hardswish(m: _Match, root: Operator):
     y = _div6(m, root)
     if y is not None:  # (x * R) / 6
         prod = m.take(y, "aten.mul.Tensor")
-        if prod is not None:
-            for x, r in _commuted(prod):
-                sub = _Match()
-                if x is not None and _relu6_plus3(sub, r) is x:
-                    m.ops += sub.ops
-                    return "aten.hardswish.default", [x], {}
-        return None
-    if root.type != "aten.mul.Tensor":  # x * (R / 6), x * hardsigmoid(x)
-        return None
-    for x, h in _commuted(root):
-        sub = _Match()
-        hs = sub.take(h, "aten.hardsigmoid.default", "aten.div.Tensor", "aten.div.Scalar", "aten.mul.Tensor",
-                      "aten.mul.Scalar")
-        if x is None or hs is None:
-            continue
-        inner = hs.inputs[0] if hs.type == "aten.hardsigmoid.default" else None
-        if inner is None:
-            y2 = _div6(sub, hs)
-            inner = _relu6_plus3(sub, y2) if y2 is not None else None
-        if inner is x:
-            m.ops += sub.ops
-            return "aten.hardswish.default", [x], {}
-    return None
+        x = _times_chain_of(m, prod, _relu6_plus3) if prod is not None else None
+    else:  # x * (R / 6), x * hardsigmoid(x)
+        x = _times_chain_of(m, root, _hardsigmoid_of)
+    return ("aten.hardswish.default", [x], {}) if x is not None else None
 
 
 def _where_parts(m: _Match, root: Operator):
@@ -245,17 +255,8 @@ def _softplus(m: _Match, root: Operator):
 
 
 def _mish(m: _Match, root: Operator):
-    if root.type != "aten.mul.Tensor":
-        return None
-    for x, th in _commuted(root):
-        sub = _Match()
-        tanh = sub.take(th, "aten.tanh.default")
-        sp = sub.take(tanh.inputs[0] if tanh else None, "aten.softplus.default")
-        if x is not None and sp is not None and sp.inputs[0] is x and sp.params.get("beta", 1) == 1 \
-                and sp.params.get("threshold", 20) == 20:
-            m.ops += sub.ops
-            return "aten.mish.default", [x], {}
-    return None
+    x = _times_chain_of(m, root, _tanh_softplus_of)
+    return ("aten.mish.default", [x], {}) if x is not None else None
 
 
 def _positive_branch(gt: Operator, x: Operand) -> bool:

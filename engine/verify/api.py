@@ -92,10 +92,17 @@ class _Verifier:
         self.notes: list[str] = []
         require("torch")
         require("ncnn")
+        if (opts.ncnn_param is None) != (opts.ncnn_bin is None):
+            raise VerifyError("an ncnn model to verify needs both its .param and its .bin file")
         self.path, self.ep = _program_of(source, opts.model)
         self.conversion = conversion
         self.step = 0
         self.total = 4
+        self.aten: Graph | None = None  # the program's ATen graph (node order, module, source)
+        self.graph: Graph | None = None  # the ncnn graph verified
+        self.ref_graph: Graph | None = None  # the ncnn graph of the conversion (provenance, shapes)
+        self.full: dict[str, np.ndarray | BlobFailure] = {}  # every blob of the whole-model ncnn run
+        self.atol, self.rtol = DEFAULT_TOLERANCE[opts.fp16]
 
     def report(self, message: str) -> None:
         check_cancel(self.cancel, message)
@@ -125,17 +132,16 @@ class _Verifier:
 
         reference = map_blobs(conversion.ncnn, conversion.aten) if conversion is not None else None
         if self.opts.ncnn_param is not None:
-            if self.opts.ncnn_bin is None:
-                raise VerifyError(f"{self.opts.ncnn_param}: --ncnn-param needs --ncnn-bin")
             param, bin_path = Path(self.opts.ncnn_param), Path(self.opts.ncnn_bin)
             graph = read_ncnn_param(param, bin_path)
-            aten = conversion.aten if conversion is not None else build_graph(self.ep)
+            aten = self.aten = conversion.aten if conversion is not None else build_graph(self.ep)
             fp16 = any(a.dtype == "f16" for op in graph.ops for a in op.attrs.values())
             return graph, param, bin_path, map_by_name(graph, reference, aten), fp16
         if not conversion.ok:
             first = conversion.errors[0]
             raise VerifyError(f"{self.path}: conversion incomplete: {len(conversion.errors)} operator(s) not "
                               f"converted (first: {first}); see 'pt2ncnn convert'")
+        self.aten = conversion.aten
         param, bin_path = tmp / "model.ncnn.param", tmp / "model.ncnn.bin"
         conversion.write(param, bin_path)
         return conversion.ncnn, param, bin_path, reference, bool(conversion.options.fp16)
@@ -162,7 +168,7 @@ class _Verifier:
             tv = run_program(load_program(self.path, self.opts.model), inputs, cancel=self.cancel)
             self.report("running ncnn")
             model = NcnnModel(param, bin_path)
-            layers, outputs = self.compare_all(graph, blobmap, model, tv, conversion)
+            layers, outputs = self.compare_all(graph, blobmap, model, tv)
         return VerifyResult(layers=layers, outputs=outputs, atol=self.atol, rtol=self.rtol,
                             input_source=inputs.source, graph=graph, conversion=conversion, fp16=fp16,
                             ncnn_files=(str(param), str(bin_path)) if self.opts.ncnn_param is not None else None,
@@ -189,7 +195,7 @@ class _Verifier:
         return value
 
     # ---------------------------------------------------------------- comparison
-    def compare_all(self, graph: Graph, blobmap: BlobMap, model: NcnnModel, tv, conversion):
+    def compare_all(self, graph: Graph, blobmap: BlobMap, model: NcnnModel, tv):
         self.graph = graph
         values = tv.values
         feeds = {}
@@ -206,13 +212,12 @@ class _Verifier:
                                               f"no batch axis: compared on the first sample")
                         v = v[0] if v.ndim > 1 else v
                     feeds[o.name] = v
-        self.full: dict[str, np.ndarray | BlobFailure] = {}
         self.full = model.run(feeds, [o.name for op in graph.ops for o in op.outputs])
         torch_feed: dict[str, np.ndarray] = {}
         for blob, ref in blobmap.refs.items():
             if ref.value in values:
                 torch_feed[blob] = self._ncnn_layout(blob, values[ref.value])
-        aten_ops = {op.name: op for op in conversion.aten.ops} if conversion is not None else {}
+        aten_ops = {op.name: op for op in self.aten.ops}
         order = {name: k for k, name in enumerate(aten_ops)}
         ref_layers = {op.name: op for op in self.ref_graph.ops} if self.ref_graph is not None else {}
         records: list[LayerRecord] = []

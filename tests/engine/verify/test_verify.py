@@ -224,3 +224,10 @@ def test_two_inputs_batch_of_two_compares_the_first_sample(tmp_path):
     assert any("batch of 2" in n and "first sample" in n for n in r.notes)
     conv = r.layer("conv2d")
     assert conv.blobs[0].ncnn_shape == (4, 8, 8) and conv.blobs[0].torch_shape == (2, 4, 8, 8)
+
+
+def test_without_isolated_runs_blame_follows_input_errors(cnn_training_pt2, tmp_path):
+    plugin = write_plugin(tmp_path / "relu_as_sigmoid.py", RELU_AS_SIGMOID)
+    r = verify(cnn_training_pt2, VerifyOptions(fp16=False, converters=[plugin], isolate=False))
+    fd = _only_culprit(r, BROKEN_RELU)
+    assert fd.own is None and all(x.own is None for x in r.layers if x.type != "Input")

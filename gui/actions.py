@@ -140,6 +140,8 @@ def build_actions(win: "MainWindow") -> Actions:
     m = mb.addMenu("&Model")
     for a in (A.convert, A.convert_options, A.stop):
         m.addAction(a)
+    models = m.addMenu("Program in &File")
+    models.aboutToShow.connect(lambda: _fill_models(win, models))
     m.addSeparator()
     for a in (A.show_pnnx, A.show_ncnn, A.prev_pass, A.next_pass):
         m.addAction(a)
@@ -197,6 +199,20 @@ def _fill_recent(win: "MainWindow", menu: QMenu) -> None:
         a.setStatusTip(path)
     menu.addSeparator()
     menu.addAction("Clear", win.settings.clear_recent)
+
+
+def _fill_models(win: "MainWindow", menu: QMenu) -> None:
+    """The ExportedPrograms of a multi-model package; picking one re-opens the file on it."""
+    menu.clear()
+    doc = win.doc
+    if doc is None:
+        return
+    group = QActionGroup(menu)
+    for name in doc.model_names:
+        a = menu.addAction(name, lambda n=name: win.open_file(doc.path, n))
+        a.setCheckable(True)
+        a.setChecked(name == doc.model_name)
+        group.addAction(a)
 
 
 def _open_recent(win: "MainWindow", path: str) -> None:

@@ -306,7 +306,7 @@ class MainWindow(QMainWindow):
         doc.conversion = conv
         self.pass_view = None
         r = conv.result
-        self.aten_panel.show_graph(conv.aten_display, keep_view=True)
+        self.aten_panel.update_graph(conv.aten_display)
         self.right_panel.set_mode_enabled("pass", True)
         self.show_right(self.right_key)
         self.passes.set_records(r.records)

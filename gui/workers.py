@@ -14,7 +14,6 @@ result is discarded. Starting a task with a ``group`` cancels the previous task 
 """
 from __future__ import annotations
 
-import gc
 import logging
 import threading
 import time
@@ -23,37 +22,9 @@ from typing import Any, Callable
 
 from PySide6.QtCore import QCoreApplication, QEventLoop, QObject, QRunnable, QThreadPool, QTimer, Signal, Slot
 
+from .gcpause import gc_paused
+
 log = logging.getLogger(__name__)
-
-
-class _GcPause:
-    """Cyclic garbage collection is paused while any task runs.
-
-    A full collection walks every object of the process while holding the GIL; with a large
-    heap (a model's IR, or torch imported next to us) that stalls the GUI thread for a tenth of
-    a second at a time, and tasks allocate enough to trigger many. Reference counting still
-    frees almost everything; the cycles left are collected when the last task ends."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._count = 0
-        self._was_enabled = True
-
-    def __enter__(self) -> None:
-        with self._lock:
-            if self._count == 0:
-                self._was_enabled = gc.isenabled()
-                gc.disable()
-            self._count += 1
-
-    def __exit__(self, *exc) -> None:
-        with self._lock:
-            self._count -= 1
-            if self._count == 0 and self._was_enabled:
-                gc.enable()
-
-
-_gc_pause = _GcPause()
 
 
 class Cancelled(Exception):
@@ -148,7 +119,7 @@ class Task(QObject):
         try:
             if self._cancel_event.is_set():
                 raise Cancelled(self.name)
-            with _gc_pause:
+            with gc_paused():
                 result = self.fn(ctx, *self.args, **self.kwargs)
         except BaseException as e:  # noqa: BLE001 — everything goes back to the GUI thread
             self.ended_at = time.perf_counter()

@@ -63,8 +63,6 @@ def measure(nodes: Sequence[DisplayNode], theme: "GraphTheme") -> list[tuple[flo
             sizes.append((max(MIN_W, w), IO_H))
         else:
             w = max(width(fm_b, 0, elide(n.label, LABEL_CHARS)), width(fm_s, 1, n.detail)) + 2 * PAD_X
-            if n.problem:
-                w += 14
             sizes.append((max(MIN_W, w), OP_H if n.detail else OP_H_ONE_LINE))
     return sizes
 
@@ -184,7 +182,7 @@ class NodeItem(QGraphicsItem):
         gap = 1.0
         total = ls.height() + (ds.height() + gap if two_lines else 0.0)
         top = r.center().y() - total / 2
-        offset = -7.0 if (n.problem and n.kind not in (PARAM,)) else 0.0
+        offset = 0.0
         painter.setPen(t.text)
         painter.setFont(t.small if n.kind == PARAM else t.bold)
         painter.drawStaticText(QPointF(r.center().x() - ls.width() / 2 + offset, top), label)
@@ -193,7 +191,7 @@ class NodeItem(QGraphicsItem):
             painter.setFont(t.small)
             painter.drawStaticText(QPointF(r.center().x() - ds.width() / 2 + offset, top + ls.height() + gap), detail)
         if n.problem and n.kind != PARAM:
-            self._paint_badge(painter, QPointF(r.right() - 10, r.center().y()), t.accent("error"), "!")
+            self._paint_badge(painter, QPointF(r.right() - 1, r.top() + 1), t.accent("error"), "!")
         elif self.mark == "added":
             self._paint_badge(painter, QPointF(r.right() - 1, r.top() + 1), t.accent("added"), "+")
         elif self.mark == "changed":

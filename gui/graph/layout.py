@@ -32,6 +32,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
+from ..gcpause import gc_paused
+
 log = logging.getLogger(__name__)
 
 Point = tuple[float, float]
@@ -92,11 +94,12 @@ def layered_layout(inp: LayoutInput, options: LayoutOptions | None = None,
         if cancel is not None and cancel():
             raise LayoutCancelled()
 
-    sat = _Satellites.find(inp, opt)
-    if not sat.host_of:
-        res = _core_layout(inp, opt, check)
-    else:
-        res = sat.expand(_core_layout(sat.reduced, opt, check), opt)
+    with gc_paused():
+        sat = _Satellites.find(inp, opt)
+        if not sat.host_of:
+            res = _core_layout(inp, opt, check)
+        else:
+            res = sat.expand(_core_layout(sat.reduced, opt, check), opt)
     res.seconds = time.perf_counter() - t0
     log.debug("laid out %d nodes (%d satellites), %d edges, %d crossings in %.3fs",
               len(inp.sizes), len(sat.host_of), len(inp.edges), res.crossings, res.seconds)

@@ -160,6 +160,16 @@ class GraphPanel(QWidget):
             f"layout of the {self.key} graph", _run_layout, shown, sizes, group=f"layout:{self.key}",
             on_result=lambda res, g=shown, s=sizes, k=keep_view: self._install(g, s, res, k))
 
+    def update_graph(self, graph: DisplayGraph) -> None:
+        """Show new node data for the same graph in place when the structure is unchanged
+        (no new layout), else lay it out again keeping the view."""
+        shown = graph.without([PARAM]) if self.hide_params else graph
+        if self._pending is None and self.scene.replace_nodes(shown):
+            self.full_graph, self.graph = graph, shown
+            self._update_info()
+            return
+        self.show_graph(graph, keep_view=True)
+
     def _install(self, graph: DisplayGraph, sizes: list, result: LayoutResult, keep_view: bool) -> None:
         self._pending = None
         t0 = time.perf_counter()
@@ -167,6 +177,7 @@ class GraphPanel(QWidget):
         linked = [self.scene.nodes[i].node.name for i in self.scene.linked_indices]
         centre = self.view.mapToScene(self.view.viewport().rect().center())
         zoom = self.view.zoom
+        keep_view = keep_view and self.graph is not None
         self.graph = graph
         self.scene.set_graph(graph, sizes, result)
         self.scene.set_marks(self._marks)
@@ -178,15 +189,22 @@ class GraphPanel(QWidget):
             self.view.show_start()
         self.timing.update(layout=result.seconds, scene=time.perf_counter() - t0)
         self.view.set_message("")
+        self._update_info()
+        log.debug("%s: %d nodes laid out in %.3fs, scene in %.3fs", self.key, len(graph.nodes), result.seconds,
+                  self.timing["scene"])
+        self.layoutReady.emit()
+
+    def _update_info(self) -> None:
+        graph = self.graph
+        if graph is None:
+            self.info.setText("")
+            return
         n_ops = sum(1 for x in graph.nodes if x.kind == "op")
         problems = sum(1 for x in graph.nodes if x.problem)
         text = f"{n_ops:,} ops"
         if problems:
             text += f" · <span style='color:{self.scene.theme.accent('error').name()}'>{problems} unsupported</span>"
         self.info.setText(text)
-        log.debug("%s: %d nodes laid out in %.3fs, scene in %.3fs", self.key, len(graph.nodes), result.seconds,
-                  self.timing["scene"])
-        self.layoutReady.emit()
 
     @property
     def busy(self) -> bool:

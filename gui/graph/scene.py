@@ -123,6 +123,20 @@ class GraphScene(QGraphicsScene):
         root.setVisible(self._detail)
         self.setSceneRect(bounds.adjusted(-MARGIN, -MARGIN, MARGIN, MARGIN))
 
+    def replace_nodes(self, graph: DisplayGraph) -> bool:
+        """Take new node data for the same structure (e.g. problems found by a conversion)
+        without a new layout. False when the structure differs."""
+        old = self.graph
+        if old is None or len(old.nodes) != len(graph.nodes) or len(old.edges) != len(graph.edges) or any(
+                a.name != b.name for a, b in zip(old.nodes, graph.nodes)):
+            return False
+        self.graph = graph
+        for item, node in zip(self.nodes, graph.nodes):
+            item.node = node
+            item.update()
+        self._build_overview()
+        return True
+
     def clear_graph(self) -> None:
         self.clear()
         self._linked, self._hits, self._marks, self._emphasized, self._selected = set(), set(), {}, [], set()

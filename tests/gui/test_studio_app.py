@@ -93,17 +93,17 @@ def test_event_loop_keeps_turning_while_a_worker_loads_and_converts_a_big_model(
         t0, t1 = task.started_at, task.ended_at
         during = [t for t in ticks if t0 <= t <= t1]
         gaps = np.diff([t0, *during, t1])
-        return t1 - t0, len(during), float(gaps.max())
+        return t1 - t0, len(during), gaps
 
-    seconds, n, gap = measure(window.open_file(path))
-    assert window.doc is not None and window.doc.name == "densenet121.pt2"
-    assert n >= max(5, 0.4 * seconds / 0.010), (seconds, n)
-    assert gap < 0.1, f"the GUI thread stalled {gap:.3f}s while the model loaded"
-    assert window.wait_settled()
-    seconds, n, gap = measure(window.convert())
-    assert window.doc.conversion is not None
-    assert n >= max(5, 0.4 * seconds / 0.010), (seconds, n)
-    assert gap < 0.1, f"the GUI thread stalled {gap:.3f}s while the model converted"
+    # a 10 ms timer keeps firing: typical gaps stay near 10 ms, and no gap is long enough for
+    # a user to notice (the bound leaves room for a machine busy with other processes)
+    for what, task in (("loaded", lambda: window.open_file(path)), ("converted", window.convert)):
+        seconds, n, gaps = measure(task())
+        assert n >= max(5, 0.3 * seconds / 0.010), (what, seconds, n)
+        assert np.percentile(gaps, 90) < 0.04, (what, sorted(gaps)[-5:])
+        assert gaps.max() < 0.25, f"the GUI thread stalled {gaps.max():.3f}s while the model {what}"
+        assert window.wait_settled()
+    assert window.doc.name == "densenet121.pt2" and window.doc.conversion is not None
     timer.stop()
 
 

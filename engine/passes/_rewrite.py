@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..ir import Attribute, Graph, Operand, Operator, Provenance
+from ..ir import Attribute, Graph, IRError, Operand, Operator, Provenance
 
 _TMP = "\x00rewrite"
 
@@ -26,8 +26,14 @@ def replace_chain(graph: Graph, root: Operator, absorbed: Sequence[Operator], ty
                        provenance=Provenance.merge(o.provenance for o in [root, *absorbed]), before=root, exact=True)
     new.meta.update({k: root.meta[k] for k in _KEPT_META if k in root.meta})
     graph.replace_all_uses(old, fresh)
-    position = {id(op): i for i, op in enumerate(graph.ops)}
-    for op in [root] + sorted(absorbed, key=lambda o: position[id(o)], reverse=True):
-        graph.remove_op(op)
+    graph.remove_op(root)
+    pending = list(absorbed)
+    while pending:  # users before producers (the chain is small)
+        ready = [op for op in pending if not any(o.consumers for o in op.outputs)]
+        if not ready:
+            raise IRError(f"replace_chain: {[op.name for op in pending]} still feed operators outside the chain")
+        for op in ready:
+            graph.remove_op(op)
+            pending.remove(op)
     graph.rename_operand(fresh, old.name)
     return new

@@ -165,7 +165,8 @@ class _Verifier:
             self.report("running PyTorch")
             from .torch_run import load_program, run_program
 
-            tv = run_program(load_program(self.path, self.opts.model), inputs, cancel=self.cancel)
+            keep = {ref.value for ref in blobmap.refs.values()}
+            tv = run_program(load_program(self.path, self.opts.model), inputs, keep=keep, cancel=self.cancel)
             self.report("running ncnn")
             model = NcnnModel(param, bin_path)
             layers, outputs = self.compare_all(graph, blobmap, model, tv)

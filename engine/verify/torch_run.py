@@ -12,7 +12,7 @@ import logging
 import os
 import warnings
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Collection
 
 import numpy as np
 
@@ -81,8 +81,10 @@ def _flat_args(ep, inputs: ModelInputs) -> list:
     return args
 
 
-def run_program(ep, inputs: ModelInputs, *, cancel: Callable[[], bool] | None = None) -> TorchValues:
-    """Run ``ep`` (a torch ExportedProgram) on ``inputs``; capture every tensor value."""
+def run_program(ep, inputs: ModelInputs, *, keep: Collection[str] | None = None,
+                cancel: Callable[[], bool] | None = None) -> TorchValues:
+    """Run ``ep`` (a torch ExportedProgram) on ``inputs``; capture every tensor value (only those
+    named in ``keep``, and the user outputs, when ``keep`` is given)."""
     import time
 
     torch = require("torch")
@@ -90,12 +92,14 @@ def run_program(ep, inputs: ModelInputs, *, cancel: Callable[[], bool] | None = 
 
     Cancelled = cancelled_type()
     values: dict[str, np.ndarray] = {}
+    outputs = [getattr(s.arg, "name", "") for s in ep.graph_signature.output_specs if s.kind == OutputKind.USER_OUTPUT]
+    wanted = None if keep is None else set(keep) | set(outputs)
 
     class Capture(torch.fx.Interpreter):
         def run_node(self, n):
             check_cancel(cancel, f"at PyTorch node {n.name}")
             out = super().run_node(n)
-            if isinstance(out, torch.Tensor) and n.op != "output":
+            if isinstance(out, torch.Tensor) and n.op != "output" and (wanted is None or n.name in wanted):
                 values[n.name] = _to_numpy(out)
             return out
 
@@ -108,5 +112,4 @@ def run_program(ep, inputs: ModelInputs, *, cancel: Callable[[], bool] | None = 
         raise
     except Exception as e:
         raise VerifyError(f"PyTorch failed to run the program: {type(e).__name__}: {e}") from None
-    outputs = [getattr(s.arg, "name", "") for s in ep.graph_signature.output_specs if s.kind == OutputKind.USER_OUTPUT]
     return TorchValues(values, outputs, time.perf_counter() - t0)

@@ -30,6 +30,7 @@ ONE_LAYER = [
     ("elu", nn.ELU(), "ELU"),
     ("elu_0.5", nn.ELU(0.5), "ELU"),
     ("selu", nn.SELU(), "SELU"),
+    ("elu_scaled", Fn(lambda x: torch.ops.aten.elu(x, 0.5, 2.0)), "SELU"),
     ("celu", nn.CELU(), "CELU"),
     ("celu_0.7", nn.CELU(0.7), "CELU"),
     ("gelu", nn.GELU(), "GELU"),

@@ -201,9 +201,15 @@ class GraphPanel(QWidget):
             return
         n_ops = sum(1 for x in graph.nodes if x.kind == "op")
         problems = sum(1 for x in graph.nodes if x.problem)
-        text = f"{n_ops:,} ops"
+        t = self.scene.theme
+        ghosts = sum(1 for x in graph.nodes if x.ghost and x.kind == "op")
+        text = f"{n_ops - ghosts:,} ops"
         if problems:
-            text += f" · <span style='color:{self.scene.theme.accent('error').name()}'>{problems} unsupported</span>"
+            text += f" · <span style='color:{t.accent('error').name()}'>{problems} unsupported</span>"
+        if self._marks:
+            counts = {k: sum(1 for m in self._marks.values() if m == k) for k in ("added", "removed", "changed")}
+            text += "".join(f" <span style='color:{t.accent(k).name()}'>{sign}{counts[k]}</span>"
+                            for k, sign in (("added", "+"), ("removed", "−"), ("changed", "~")) if counts[k])
         self.info.setText(text)
 
     @property

@@ -1,5 +1,6 @@
 """Models the GUI tests export with torch at test time (``torch.export.export`` + ``save``).
 
+* :class:`SmallConvNet` — a small CNN, exported with a dynamic batch dimension;
 * :class:`WithUnsupportedOp` — a conv net that calls ``torch.linalg.det``, which no converter
   handles, so the conversion reports it;
 * :class:`DenseNet121` — torchvision's DenseNet-121 architecture written out in plain torch
@@ -13,11 +14,24 @@ import torch
 from torch import nn
 
 
-def export(module: nn.Module, args: tuple, path: Path) -> Path:
+def export(module: nn.Module, args: tuple, path: Path, dynamic_shapes=None) -> Path:
     with torch.no_grad():
-        ep = torch.export.export(module.eval(), args)
+        ep = torch.export.export(module.eval(), args, dynamic_shapes=dynamic_shapes)
     torch.export.save(ep, str(path))
     return path
+
+
+class SmallConvNet(nn.Module):
+    """conv → relu → global pool → linear; exported with a dynamic batch."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.fc = nn.Linear(8, 4)
+
+    def forward(self, x):
+        return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(torch.relu(self.conv(x)), 1), 1))
 
 
 class WithUnsupportedOp(nn.Module):

@@ -127,3 +127,13 @@ def test_without_torch_exit_2_with_a_clear_message(cnn):
     assert p.stderr.strip().splitlines() == [
         f"error: {cnn}: verify needs torch, which is not installed (install the verify extra: "
         f"pip install 'pt2ncnn[verify]')"]
+
+
+def test_text_report_of_a_correct_model_with_all_layers(cnn, capsys):
+    assert main(["verify", str(cnn), "--fp16", "0", "--all"]) == 0
+    out, err = capsys.readouterr()
+    assert err == "" and "no divergent layer: every compared layer is within tolerance" in out
+    assert "fp32 weights" in out and "the package's sample inputs" in out
+    table = out.split("\nlayers:\n", 1)[1]
+    assert all(re.search(rf"^  {re.escape(name)}\s+\S+\s+ok\s", table, re.M)
+               for name in ("in0", "conv2d", "max_pool2d", "cat", "linear_2"))

@@ -125,19 +125,17 @@ def map_blobs(ncnn: Graph, aten: Graph) -> BlobMap:
                 if o.name not in refs:
                     unmapped[o.name] = "model input not named in the graph"
             continue
-        if op.type == SPLIT:
-            src = refs.get(op.inputs[0].name) if op.inputs else None
+        if op.type == SPLIT and op.inputs:
+            src = op.inputs[0].name
             for o in op.outputs:
-                if src is not None:
-                    refs[o.name] = replace(src, how="split")
+                if src in refs:
+                    refs[o.name] = replace(refs[src], how="split")
                 else:
-                    unmapped[o.name] = unmapped.get(op.inputs[0].name, "split of a blob without counterpart") \
-                        if op.inputs else "split without input"
+                    unmapped[o.name] = unmapped.get(src, "split of a blob without counterpart")
             continue
         nodes = [n for n in op.provenance.nodes if n in idx.order]
         sinks = _sinks(nodes, idx)
-        tensor_outs = [o for o in op.outputs]
-        for k, o in enumerate(tensor_outs):
+        for k, o in enumerate(op.outputs):
             if o.name in outputs:
                 value = outputs[o.name]
                 refs[o.name] = ValueRef(value, idx.producer.get(value, value), "output")
@@ -145,7 +143,7 @@ def map_blobs(ncnn: Graph, aten: Graph) -> BlobMap:
             if o.name in idx.producer and (o.name in sinks or not nodes):
                 refs[o.name] = ValueRef(o.name, idx.producer[o.name], "name")
             elif sinks:
-                value = sinks[k] if len(tensor_outs) > 1 and len(sinks) >= len(tensor_outs) else sinks[0]
+                value = sinks[k] if 1 < len(op.outputs) <= len(sinks) else sinks[0]
                 refs[o.name] = ValueRef(value, idx.producer[value], "provenance")
             else:
                 unmapped[o.name] = "no ATen value in the layer's provenance"

@@ -12,12 +12,14 @@ import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ..diagnostics import Diagnostic, DiagnosticList
 from ..errors import ConversionError, PT2Error
 from ..ir import Graph
-from ..passes import PIPELINE, PassContext, PassError, PassManager, PassRecord
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..passes import PassRecord
 
 log = logging.getLogger(__name__)
 
@@ -114,6 +116,7 @@ def convert(source, options: ConvertOptions | None = None, *,
     raises ConversionError naming it; a bad plug-in raises PluginError."""
     from .. import converters  # noqa: F401  (registers the built-in rules)
     from ..build import build_graph
+    from ..passes import PIPELINE, PassContext, PassError, PassManager
     from .plugins import plugin_scope
 
     opts = options or ConvertOptions()

@@ -82,6 +82,7 @@ class MainWindow(QMainWindow):
             self.right_key = "pnnx"
         self.pass_view: PassView | None = None
         self.weight_name = ""
+        self._quiet_tensor = False
         self.last_export: list[str] = []
         self.setWindowTitle(APP_NAME)
         self.setObjectName("mainWindow")
@@ -314,6 +315,8 @@ class MainWindow(QMainWindow):
         n_err = len(r.errors)
         if r.ok:
             self.status(f"Converted: {r.layer_count} ncnn layers in {conv.seconds:.2f} s — ready to export (Ctrl+E)")
+            if self.docks["problems"].isVisible() and not self.docks["problems"].visibleRegion().isEmpty():
+                self.docks["passes"].raise_()  # nothing to fix: show what the conversion did
         else:
             self.status(f"Converted with {n_err} unsupported operator{'s' if n_err != 1 else ''}: "
                         f"{r.layer_count} layers — see Problems")
@@ -395,8 +398,12 @@ class MainWindow(QMainWindow):
         self.inspector.show_node(view, node, op, ctx)
         if side == ATEN and node.kind == "param" and op is not None:
             target = op.params.get("target")
-            if target:
-                self.tensors.select_name(str(target))
+            if target:  # show it in the tensors table and weight viewer, without raising them
+                self._quiet_tensor = True
+                try:
+                    self.tensors.select_name(str(target))
+                finally:
+                    self._quiet_tensor = False
 
     def _on_link(self, kind: str, name: str) -> None:
         if kind == "tensor":
@@ -426,7 +433,8 @@ class MainWindow(QMainWindow):
             return
         self.weight_name = row.name
         self.weights.show_loading(row.name)
-        self.docks["weights"].raise_()
+        if not self._quiet_tensor:
+            self.docks["weights"].raise_()
         self.runner.submit(f"Reading {row.name}", load_weight, self.doc.program, row.name, group="weight",
                            on_result=self._on_weight)
 

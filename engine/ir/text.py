@@ -88,6 +88,8 @@ def format_graph(g: Graph) -> str:
 # ---------------------------------------------------------------------------- parsing
 def _split_tokens(line: str) -> list[str]:
     """Split on spaces outside double quotes."""
+    if '"' not in line:  # fast path (almost every line): plain whitespace split, same tokens
+        return line.split()
     out, cur, in_q, esc = [], [], False, False
     for ch in line:
         if in_q:

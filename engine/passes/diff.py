@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from ..ir.text import MAGIC, _split_tokens
 
@@ -48,8 +49,11 @@ class GraphDiff:
         return "\n".join(out) + "\n"
 
 
+@lru_cache(maxsize=4)
 def _op_lines(text: str) -> dict[str, tuple[str, str, tuple[str, ...]]]:
-    """name → (type, line, provenance nodes) for every operator line of a snapshot."""
+    """name → (type, line, provenance nodes) for every operator line of a snapshot (cached: the
+    pass manager diffs each snapshot twice, as the "after" of a pass and the "before" of the
+    next; callers must not modify the result)."""
     out: dict[str, tuple[str, str, tuple[str, ...]]] = {}
     lines = text.splitlines()
     start = 2 if lines and lines[0].strip() == MAGIC else 0
@@ -68,8 +72,10 @@ def _op_lines(text: str) -> dict[str, tuple[str, str, tuple[str, ...]]]:
 
 
 def diff_snapshots(before: str, after: str) -> GraphDiff:
-    a, b = _op_lines(before), _op_lines(after)
     d = GraphDiff()
+    if before == after:  # a pass that changed nothing
+        return d
+    a, b = _op_lines(before), _op_lines(after)
     for name, (typ, line, prov) in a.items():
         if name not in b:
             d.removed.append(DiffEntry(name, typ, line, None, prov))

@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
-from typing import Any
 
 from PySide6.QtCore import QEvent, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent, QIcon
@@ -43,6 +42,7 @@ log = logging.getLogger(__name__)
 APP_NAME = "pt2ncnn Studio"
 STATE_VERSION = 3
 ICON = Path(__file__).resolve().parent.parent / "resources" / "icons" / "pt2ncnn-studio.svg"
+STYLE = Path(__file__).resolve().parent.parent / "resources" / "styles" / "studio.qss"
 RIGHT_MODES = (("pnnx", "pnnx graph"), ("ncnn", "ncnn graph"), ("pass", "after pass …"))
 
 
@@ -90,6 +90,8 @@ class MainWindow(QMainWindow):
             self.setWindowIcon(QIcon(str(ICON)))
         self.setAcceptDrops(True)
         self.setDockNestingEnabled(True)
+        self._retheming = False
+        self._apply_style()
 
         gtheme = theme.graph_theme(self.palette())
         self.aten_panel = GraphPanel("ATen", self.runner, gtheme, key="aten")
@@ -532,7 +534,22 @@ class MainWindow(QMainWindow):
         theme.apply_scheme(scheme)
         self._retheme()
 
+    def _apply_style(self) -> None:
+        # palette() in a style sheet is resolved when it is set: set again on palette changes
+        if STYLE.exists():
+            self.setStyleSheet(STYLE.read_text())
+
     def _retheme(self) -> None:
+        if self._retheming:
+            return
+        self._retheming = True
+        try:
+            self._retheme_now()
+        finally:
+            self._retheming = False
+
+    def _retheme_now(self) -> None:
+        self._apply_style()
         gt = theme.graph_theme()
         for p in (self.aten_panel, self.right_panel):
             p.set_theme(gt)
@@ -639,7 +656,6 @@ class MainWindow(QMainWindow):
     def sizeHint(self) -> QSize:
         return QSize(1480, 920)
 
-    # helper for the About box
     def about(self) -> None:
         box = QMessageBox(self)
         box.setWindowTitle(f"About {APP_NAME}")
@@ -648,6 +664,3 @@ class MainWindow(QMainWindow):
                                "without torch. ATen and lowered graphs side by side, linked by provenance, "
                                "with every pass's diff.")
         box.open()
-
-    def program(self) -> Any:
-        return self.doc.program if self.doc else None

@@ -12,7 +12,7 @@ import time
 from typing import Sequence
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QAction, QIcon
+from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QSizePolicy, QToolButton, QVBoxLayout, QWidget)
 
 from ..theme import GraphTheme
@@ -158,7 +158,8 @@ class GraphPanel(QWidget):
         self.view.set_message(message or (f"Laying out {n:,} nodes…" if n > 300 else ""))
         self._pending = self.runner.submit(
             f"layout of the {self.key} graph", _run_layout, shown, sizes, group=f"layout:{self.key}",
-            on_result=lambda res, g=shown, s=sizes, k=keep_view: self._install(g, s, res, k))
+            on_result=lambda res, g=shown, s=sizes, k=keep_view: self._install(g, s, res, k),
+            on_error=lambda _e: self.view.set_message("The graph could not be laid out (see the message)."))
 
     def update_graph(self, graph: DisplayGraph) -> None:
         """Show new node data for the same graph in place when the structure is unchanged

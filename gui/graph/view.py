@@ -9,7 +9,6 @@ out…") can be painted over an empty or stale view.
 """
 from __future__ import annotations
 
-import html
 import logging
 from typing import Callable
 
@@ -49,6 +48,8 @@ class GraphView(QGraphicsView):
         self.message = ""
         self.tooltip_for: Callable[[NodeItem | EdgeItem], str] | None = None
         self._press_pos: QPointF | None = None
+        self._over_node = False
+        self.setMouseTracking(True)
 
     # ---------------------------------------------------------------- zoom
     @property
@@ -134,6 +135,18 @@ class GraphView(QGraphicsView):
     def mousePressEvent(self, event: QMouseEvent) -> None:
         self._press_pos = event.position()
         super().mousePressEvent(event)
+
+    def mouseMoveEvent(self, event: QMouseEvent) -> None:
+        super().mouseMoveEvent(event)
+        if event.buttons() == Qt.MouseButton.NoButton:  # a pointing hand over nodes
+            over = self.graph_scene.node_at(self.mapToScene(event.position().toPoint())) is not None
+            if over != self._over_node:
+                self._over_node = over
+                if over:
+                    self.viewport().setCursor(Qt.CursorShape.PointingHandCursor)
+                else:
+                    self.viewport().unsetCursor()
+                    self.setDragMode(QGraphicsView.DragMode.ScrollHandDrag)  # restores the hand cursor
 
     def mouseReleaseEvent(self, event: QMouseEvent) -> None:
         super().mouseReleaseEvent(event)
@@ -257,7 +270,3 @@ class GraphView(QGraphicsView):
         painter.setPen(pal.color(pal.ColorRole.ToolTipText))
         painter.drawText(box, Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap, self.message)
         painter.restore()
-
-
-def escape(text: object) -> str:
-    return html.escape(str(text))

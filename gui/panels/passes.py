@@ -341,10 +341,10 @@ class PassesPanel(QWidget):
             return
         r = self.records[i]
         c = r.diff.counts()
-        self.description.setText(f"<b>{r.index}. {r.name}</b> — {r.description or ''} "
-                                 f"<span style='color:#1a7f37'>+{c['added']}</span> "
-                                 f"<span style='color:#cf222e'>−{c['removed']}</span> "
-                                 f"<span style='color:#9a6700'>~{c['changed']}</span>")
+        counts = ("<i>changed nothing</i>" if r.diff.empty and r.index else
+                  f"<span style='color:#1a7f37'>+{c['added']}</span> <span style='color:#cf222e'>−{c['removed']}</span> "
+                  f"<span style='color:#9a6700'>~{c['changed']}</span>")
+        self.description.setText(f"<b>{r.index}. {r.name}</b> — {r.description or ''} {counts}")
         before = self.records[i - 1].snapshot if i > 0 else ""
         prev_name = f"{i - 1}. {self.records[i - 1].name}" if i > 0 else "(empty)"
         self.diff.show_diff(before, r.snapshot, before_title=f"before — after {prev_name}",

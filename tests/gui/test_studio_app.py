@@ -76,6 +76,8 @@ def test_worker_failures_go_to_one_place_and_cancel_discards_results(qtbot):
     assert results == ["newer"] and newer.state == "done"
 
 
+@pytest.mark.slow
+@pytest.mark.torch
 def test_event_loop_keeps_turning_while_a_worker_loads_and_converts_a_big_model(window, exported, qtbot):
     path = exported("densenet121")
     window.settings.set("convert/auto", False)
@@ -107,6 +109,8 @@ def test_event_loop_keeps_turning_while_a_worker_loads_and_converts_a_big_model(
     timer.stop()
 
 
+@pytest.mark.slow
+@pytest.mark.torch
 def test_densenet121_opens_and_lays_out_in_under_two_seconds(window, exported, qtbot):
     path = exported("densenet121")
     window.settings.set("convert/auto", False)

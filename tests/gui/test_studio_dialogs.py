@@ -1,6 +1,7 @@
 """The convert dialog (options, dynamic dims), tooltips, and where the window starts."""
 from __future__ import annotations
 
+import pytest
 from PySide6.QtWidgets import QDialogButtonBox
 
 from conftest import TINY_CNN, open_model
@@ -8,6 +9,7 @@ from gui.app import _initial_model
 from gui.document import default_sample
 
 
+@pytest.mark.torch
 def test_convert_dialog_binds_dynamic_dims_and_turns_fp16_off(window, exported, qtbot):
     path = exported("dynamic_batch")
     open_model(window, path)

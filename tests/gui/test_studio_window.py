@@ -171,6 +171,7 @@ def test_convert_lists_passes_and_shows_a_pass_diff(window, qtbot):
     assert passes.proxy.rowCount() == len(records) - unchanged
 
 
+@pytest.mark.torch
 def test_unsupported_op_is_a_problem_and_a_red_node(window, exported, qtbot):
     path = exported("unsupported")
     open_model(window, path)
@@ -218,6 +219,7 @@ def test_a_bad_file_shows_the_readers_message_and_keeps_the_model(window, tmp_pa
 
 
 @pytest.mark.ncnn
+@pytest.mark.torch
 def test_export_writes_files_ncnn_loads_and_runs(window, tmp_path):
     ncnn = pytest.importorskip("ncnn")
     torch = pytest.importorskip("torch")

@@ -587,8 +587,8 @@ class MainWindow(QMainWindow):
         self.status("Stopped")
 
     def _on_task_started(self, task) -> None:
-        if task.name.startswith("layout") and task.args and len(task.args[0]) < 300:
-            return  # small layouts are too quick to show
+        if task.quiet:
+            return  # too quick to be worth a progress bar
         self.progress.setFormat(task.name.replace("Cannot open", "Opening") + " %p%")
         self.progress.setRange(0, 0)
         task.progressed.connect(self._on_progress)
@@ -601,8 +601,7 @@ class MainWindow(QMainWindow):
             self.progress.setFormat(f"{message} %p%")
 
     def _on_busy(self, busy: bool) -> None:
-        show = busy and any(not t.name.startswith("layout") or len(t.args[0]) >= 300
-                            for t in self.runner.active if t.args)
+        show = busy and any(not t.quiet for t in self.runner.active)
         self.progress.setVisible(show)
         self.cancel_btn.setVisible(show)
         if not busy:

@@ -91,6 +91,7 @@ class Task(QObject):
         self.result: Any = None
         self.error: BaseException | None = None
         self.state = "pending"  #: pending | running | done | failed | cancelled
+        self.quiet = False  #: too short to show progress for
         self.progress = (0, 0, "")
         self.started_at = 0.0  #: perf_counter() when the worker started the function
         self.ended_at = 0.0  #: perf_counter() when the function returned or raised (worker side)
@@ -190,14 +191,16 @@ class TaskRunner(QObject):
                on_progress: Callable[[int, int, str], None] | None = None,
                on_error: Callable[[BaseException], None] | None = None,
                on_finished: Callable[[], None] | None = None,
-               report_errors: bool = True, **kwargs: Any) -> Task:
+               report_errors: bool = True, quiet: bool = False, **kwargs: Any) -> Task:
         """Run ``fn(ctx, *args, **kwargs)`` in a worker. Callbacks run in the GUI thread.
-        With ``report_errors`` a failure also goes to :attr:`error`."""
+        With ``report_errors`` a failure also goes to :attr:`error`; ``quiet`` marks a task too
+        short to be worth showing progress for."""
         if group is not None:
             old = self._groups.get(group)
             if old is not None and not old.is_done:
                 old.cancel()
         task = Task(name, fn, args, kwargs, group)
+        task.quiet = quiet
         if on_result is not None:
             task.succeeded.connect(on_result)
         if on_progress is not None:

@@ -158,6 +158,7 @@ class GraphPanel(QWidget):
         self.view.set_message(message or (f"Laying out {n:,} nodes…" if n > 300 else ""))
         self._pending = self.runner.submit(
             f"layout of the {self.key} graph", _run_layout, shown, sizes, group=f"layout:{self.key}",
+            quiet=n < 300,
             on_result=lambda res, g=shown, s=sizes, k=keep_view: self._install(g, s, res, k),
             on_error=lambda _e: self.view.set_message("The graph could not be laid out (see the message)."))
 

@@ -140,3 +140,20 @@ def test_engine_never_imports_qt():
     for f in Path(ROOT, "engine").rglob("*.py"):
         text = f.read_text()
         assert "PySide6" not in text and "pyqtgraph" not in text and "from gui" not in text, f
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+def test_stop_cancels_a_running_conversion(window, exported, qtbot):
+    path = exported("densenet121")
+    window.settings.set("convert/auto", False)
+    open_model = window.open_file(path)
+    with qtbot.waitSignal(open_model.finished, timeout=60_000):
+        pass
+    task = window.convert()  # the worker starts building the graph; the passes check the flag
+    assert window.cancel_btn.isVisible()
+    with qtbot.waitSignal(task.finished, timeout=60_000):
+        window.cancel_btn.click()
+    assert task.state == "cancelled"
+    assert window.doc.conversion is None and not window.reporter.dialogs
+    assert window.status_label.text() == "Stopped"

@@ -132,4 +132,6 @@ class ErrorReporter(QObject):
 
 
 def _task_title(task_name: str, error: BaseException) -> str:
-    return task_name[:1].upper() + task_name[1:] + " failed" if not task_name.lower().startswith("cannot") else task_name
+    if task_name.lower().startswith("cannot"):
+        return task_name
+    return task_name[:1].upper() + task_name[1:] + " failed"

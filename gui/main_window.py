@@ -431,7 +431,8 @@ class MainWindow(QMainWindow):
         if self.doc is None:
             return
         if not row.stored:
-            self.weights.clear(f"{row.name} — {row.kind}" + (f": {row.reason}" if row.reason else " (no stored data)"))
+            why = f": {row.reason}" if row.reason else " (no stored data)"
+            self.weights.clear(f"{row.name} — {row.kind}{why}")
             return
         self.weight_name = row.name
         self.weights.show_loading(row.name)
@@ -561,7 +562,8 @@ class MainWindow(QMainWindow):
 
     def changeEvent(self, event: QEvent) -> None:
         super().changeEvent(event)
-        if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange) and hasattr(self, "actions"):
+        palette_events = (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange)
+        if event.type() in palette_events and hasattr(self, "actions"):
             self._retheme()
 
     def eventFilter(self, obj, event) -> bool:

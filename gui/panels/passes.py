@@ -342,7 +342,8 @@ class PassesPanel(QWidget):
         r = self.records[i]
         c = r.diff.counts()
         counts = ("<i>changed nothing</i>" if r.diff.empty and r.index else
-                  f"<span style='color:#1a7f37'>+{c['added']}</span> <span style='color:#cf222e'>−{c['removed']}</span> "
+                  f"<span style='color:#1a7f37'>+{c['added']}</span> "
+                  f"<span style='color:#cf222e'>−{c['removed']}</span> "
                   f"<span style='color:#9a6700'>~{c['changed']}</span>")
         self.description.setText(f"<b>{r.index}. {r.name}</b> — {r.description or ''} {counts}")
         before = self.records[i - 1].snapshot if i > 0 else ""

@@ -4,6 +4,7 @@ stage) in a table (:class:`ProblemsModel`). Clicking or activating a row emits
 """
 from __future__ import annotations
 
+import os
 from typing import Sequence
 
 from PySide6.QtCore import QModelIndex, Qt, Signal
@@ -13,6 +14,11 @@ from PySide6.QtWidgets import QLabel, QStyle, QVBoxLayout, QWidget
 from engine.diagnostics import Diagnostic
 
 from .tables import RowTableModel, row_table, set_widths
+
+
+def _short_source(source: str) -> str:
+    """``/long/path/model.py:93`` → ``model.py:93`` (the tooltip keeps the whole path)."""
+    return os.path.basename(source) if source else ""
 
 
 class ProblemsModel(RowTableModel):
@@ -36,7 +42,7 @@ class ProblemsModel(RowTableModel):
         d = self.rows[index.row()]
         c = index.column()
         if role == Qt.ItemDataRole.DisplayRole:
-            return ("", d.node, d.op, d.reason, d.module, d.source, d.stage)[c]
+            return ("", d.node, d.op, d.reason, d.module, _short_source(d.source), d.stage)[c]
         if role == Qt.ItemDataRole.DecorationRole and c == 0:
             return self._icon(d.severity)
         if role == Qt.ItemDataRole.ToolTipRole:
@@ -82,7 +88,8 @@ class ProblemsPanel(QWidget):
             self.summary.setText("No problems: every operator converted.")
         else:
             self.summary.setText(f"<b>{errors}</b> error{'s' if errors != 1 else ''}, "
-                                 f"{warnings} warning{'s' if warnings != 1 else ''} — click one to find it in the graphs")
+                                 f"{warnings} warning{'s' if warnings != 1 else ''} — "
+                                 "click one to find it in the graphs")
         set_widths(self.table, {0: 24, 1: 130, 2: 200, 4: 150, 5: 150, 6: 120})
 
     def _activate(self, index: QModelIndex) -> None:

@@ -83,8 +83,10 @@ def run(args) -> int:
     if fp16_text not in ("0", "1"):
         raise UsageError(f"fp16 must be 0 or 1, not {fp16_text!r}")
     shape_text = args.inputshape or kv.get("inputshape")
+    # pass snapshots (half of engine.convert's time) only when something shows them
     options = ConvertOptions(fp16=fp16_text == "1", input_shapes=parse_inputshape(shape_text) if shape_text else None,
-                             converters=list(args.converters), model=args.model_name)
+                             converters=list(args.converters), model=args.model_name,
+                             snapshots=bool(args.dump_passes or args.report))
     result = convert(args.model, options)
     if args.dump_passes:
         dump_records(result.records, args.dump_passes)

@@ -39,6 +39,8 @@ _CATEGORY_HUES = {
     "problem": ("#f8d0d0", "#6e2a2a"),
     "io": ("#c9ecd9", "#1f5a3b"),
     "param": ("#f4f1e8", "#34322b"),
+    "buffer": ("#e9eef5", "#2b3138"),
+    "constant": ("#eeeeee", "#303030"),
 }
 
 _ACCENTS = {

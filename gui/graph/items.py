@@ -153,8 +153,10 @@ class NodeItem(QGraphicsItem):
             return t.accent("input_border"), 1.6, Qt.PenStyle.SolidLine
         if n.kind == OUTPUT:
             return t.accent("output_border"), 1.6, Qt.PenStyle.SolidLine
-        if n.kind == PARAM:
-            return t.border, 0.8, Qt.PenStyle.DashLine
+        if n.kind == PARAM:  # parameters dashed, buffers dotted, constants solid
+            style = {"buffer": Qt.PenStyle.DotLine, "constant": Qt.PenStyle.SolidLine}.get(n.category,
+                                                                                        Qt.PenStyle.DashLine)
+            return t.border, 0.8, style
         return t.border, 0.9, Qt.PenStyle.SolidLine
 
     def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem, widget=None) -> None:

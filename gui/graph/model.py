@@ -229,7 +229,12 @@ def _node_for(op: Operator, problems: Mapping[str, str]) -> DisplayNode:
         if len(op.outputs) > 1:
             detail += f"  (+{len(op.outputs) - 1})"
     problem = problems.get(op.name) or problem_of(op)
-    category = "io" if kind in (INPUT, OUTPUT) else ("param" if kind == PARAM else op_category(op.type))
+    if kind in (INPUT, OUTPUT):
+        category = "io"
+    elif kind == PARAM:  # parameter, buffer or lifted constant: drawn a little differently
+        category = {"buffer": "buffer", "constant": "constant"}.get(str(op.params.get("kind")), "param")
+    else:
+        category = op_category(op.type)
     return DisplayNode(op.name, kind, op.type, label, detail, category, _module_of(op),
                        tuple(op.provenance.nodes), problem)
 

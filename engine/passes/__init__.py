@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from . import (
     eliminate_dead_code,
+    eliminate_flatten_innerproduct,
     eliminate_noop_reshape,
     fold_constants,
     fuse_binaryop_eltwise,
@@ -53,6 +54,7 @@ PIPELINE = [
     legalize_global_pooling_layout.run,
     fuse_padding_convolution.run,
     fuse_convolution_activation.run,
+    eliminate_flatten_innerproduct.run,
     fuse_binaryop_eltwise.run,
     insert_split.run,
     name_blobs.run,

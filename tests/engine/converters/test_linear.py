@@ -38,8 +38,16 @@ def test_linear_4d(tmp_path, dialect):
 def test_linear_after_flatten(tmp_path, dialect):
     m = nn.Sequential(nn.Conv2d(3, 4, 3), nn.Flatten(), nn.Linear(4 * 4 * 4, 10), nn.ReLU(), nn.Linear(10, 3))
     c = check_module(m, [torch.randn(1, 3, 6, 6)], tmp_path, dialect=dialect)
-    ips = c.result.ncnn.ops_of_type("InnerProduct")
-    assert len(ips) == 2 and ips[0].params.get(9) == 1 and "ReLU" not in _types(c)
+    assert _types(c) == ["Input", "Convolution", "InnerProduct", "InnerProduct"]  # InnerProduct flattens itself
+    assert c.result.ncnn.ops[2].params.get(9) == 1
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_flatten_of_2d_blob_is_kept(tmp_path, dialect):
+    # (1, 3, 4) -> ncnn (h=3, w=4); an InnerProduct with 4 inputs per row would read it as rows
+    m = nn.Sequential(nn.Flatten(), nn.Linear(12, 5))
+    c = check_module(m, [torch.randn(1, 3, 4)], tmp_path, dialect=dialect)
+    assert _types(c) == ["Input", "Flatten", "InnerProduct"]
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)

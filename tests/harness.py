@@ -23,9 +23,21 @@ ncnn = pytest.importorskip("ncnn")
 import engine  # noqa: E402
 from engine.convert import ConvertOptions, convert  # noqa: E402
 from engine.diagnostics import format_table  # noqa: E402
+from tests.ncnn_runtime import run  # noqa: E402
 
 TOL = {False: 1e-4, True: 5e-3}
 DIALECTS = ("training", "core")
+
+
+class Fn(torch.nn.Module):
+    """A function of the inputs as a module: ``check_module(Fn(lambda x: x.flatten(1)), ...)``."""
+
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *xs):
+        return self.fn(*xs)
 
 
 def export_pt2(module, inputs: Sequence, path: Path, *, dialect: str = "training", dynamic_shapes=None) -> Path:
@@ -40,25 +52,7 @@ def export_pt2(module, inputs: Sequence, path: Path, *, dialect: str = "training
 
 def run_ncnn(param: Path, bin_: Path, inputs: Sequence[np.ndarray], n_outputs: int) -> list[np.ndarray]:
     """Run an ncnn model on batch-less inputs ``in0..``; return ``out0..`` as numpy arrays."""
-    net = ncnn.Net()
-    opt = net.opt
-    opt.use_fp16_storage = opt.use_fp16_arithmetic = opt.use_fp16_packed = False
-    opt.use_bf16_storage = False
-    opt.use_packing_layout = False
-    opt.num_threads = 1
-    assert net.load_param(str(param)) == 0, f"ncnn refused {param}"
-    assert net.load_model(str(bin_)) == 0, f"ncnn refused {bin_}"
-    ex = net.create_extractor()
-    for k, arr in enumerate(inputs):
-        # clone: a Mat wrapping numpy memory has no refcount, and an in-place layer reading a
-        # model input directly (ReLU, Sigmoid, BinaryOp with a scalar...) dereferences it (segfault)
-        ex.input(f"in{k}", ncnn.Mat(np.ascontiguousarray(arr, dtype=np.float32)).clone())
-    outs = []
-    for k in range(n_outputs):
-        ret, mat = ex.extract(f"out{k}")
-        assert ret == 0, f"ncnn failed to compute out{k} (error {ret})"
-        outs.append(np.array(mat).copy())
-    return outs
+    return run(param, bin_, {f"in{k}": a for k, a in enumerate(inputs)}, [f"out{k}" for k in range(n_outputs)])
 
 
 def rel_error(got: np.ndarray, want: np.ndarray) -> float:

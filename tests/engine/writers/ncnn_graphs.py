@@ -43,36 +43,7 @@ class NetBuilder:
         return param, bin_
 
 
-def load_net(param: Path, bin_: Path):
-    import ncnn
-
-    net = ncnn.Net()
-    opt = net.opt
-    opt.use_fp16_storage = opt.use_fp16_arithmetic = opt.use_fp16_packed = False
-    opt.use_bf16_storage = False
-    opt.use_packing_layout = False
-    opt.num_threads = 1
-    rp, rb = net.load_param(str(param)), net.load_model(str(bin_))
-    return net, rp, rb
-
-
-def run(param: Path, bin_: Path, inputs: dict[str, np.ndarray], outputs: Sequence[str]) -> list[np.ndarray]:
-    """Run the model with exact (fp32, one thread) options; blobs by name."""
-    import ncnn
-
-    net, rp, rb = load_net(param, bin_)
-    assert rp == 0 and rb == 0, f"ncnn refused the model (load_param {rp}, load_model {rb})"
-    ex = net.create_extractor()
-    for k, arr in inputs.items():
-        # clone: an in-place layer (ReLU, Sigmoid...) reading an input Mat that wraps numpy
-        # memory crashes the runtime when packing is off and lightmode on
-        ex.input(k, ncnn.Mat(np.ascontiguousarray(arr, dtype=np.float32)).clone())
-    result = []
-    for k in outputs:
-        ret, mat = ex.extract(k)
-        assert ret == 0, f"ncnn failed to compute {k} (error {ret})"
-        result.append(np.array(mat).copy())
-    return result
+from tests.ncnn_runtime import load_net, run  # noqa: E402,F401  (re-exported for the writer tests)
 
 
 def rel_error(got: np.ndarray, want: np.ndarray) -> float:

@@ -1,0 +1,86 @@
+"""The torchvision models of the conversion benchmark (``bench_convert.py``) and how each is
+built: random initial weights (``weights=None``, nothing downloaded), a fixed seed, BatchNorm
+running statistics calibrated on a few random batches in train mode (so BatchNorm folding is
+exercised with non-trivial statistics), then eval mode.
+
+Only the builders import torch/torchvision, lazily: the orchestrator imports this module for
+the names alone.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+INPUT_SHAPE = (1, 3, 224, 224)
+
+
+@dataclass(frozen=True)
+class ZooModel:
+    name: str  #: torchvision builder name, also the benchmark's model key
+    title: str  #: display name in the table
+    group: str  #: "cnn" (issue 3) or "transformer" (issue 4)
+    kwargs: dict = field(default_factory=dict)  #: extra builder arguments
+
+
+_MODELS = [
+    ZooModel("resnet18", "ResNet-18", "cnn"),
+    ZooModel("mobilenet_v2", "MobileNetV2", "cnn"),
+    ZooModel("mobilenet_v3_small", "MobileNetV3-Small", "cnn"),
+    ZooModel("squeezenet1_1", "SqueezeNet 1.1", "cnn"),
+    ZooModel("shufflenet_v2_x1_0", "ShuffleNetV2 x1.0", "cnn"),
+    ZooModel("efficientnet_b0", "EfficientNet-B0", "cnn"),
+    ZooModel("regnet_y_400mf", "RegNetY-400MF", "cnn"),
+    ZooModel("mnasnet0_5", "MNASNet 0.5", "cnn"),
+    ZooModel("googlenet", "GoogLeNet", "cnn", {"aux_logits": False, "init_weights": True}),
+    ZooModel("densenet121", "DenseNet-121", "cnn"),
+    ZooModel("alexnet", "AlexNet", "cnn"),
+    ZooModel("vgg11_bn", "VGG-11-BN", "cnn"),
+    ZooModel("resnext50_32x4d", "ResNeXt-50 32x4d", "cnn"),
+    ZooModel("vit_b_16", "ViT-B/16", "transformer"),
+    ZooModel("swin_t", "Swin-T", "transformer"),
+    ZooModel("convnext_tiny", "ConvNeXt-Tiny", "transformer"),
+    ZooModel("maxvit_t", "MaxViT-T", "transformer"),
+    ZooModel("efficientnet_v2_s", "EfficientNetV2-S", "transformer"),
+]
+
+ZOO: dict[str, ZooModel] = {m.name: m for m in _MODELS}
+GROUPS = {g: [m.name for m in _MODELS if m.group == g] for g in ("cnn", "transformer")}
+
+
+def calibrate_batchnorm(model, *, batches: int = 3, batch_size: int = 4, shape=INPUT_SHAPE) -> None:
+    """Give every BatchNorm layer running statistics of real activations: a cumulative
+    average over ``batches`` random batches in train mode (no gradients)."""
+    import torch
+
+    norms = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    if not norms:
+        return
+    saved = [m.momentum for m in norms]
+    for m in norms:
+        m.reset_running_stats()
+        m.momentum = None  # cumulative moving average
+    model.train()
+    with torch.no_grad():
+        for _ in range(batches):
+            model(torch.randn(batch_size, *shape[1:]))
+    for m, mom in zip(norms, saved):
+        m.momentum = mom
+
+
+def build(name: str, seed: int = 0):
+    """The eval-mode model ``name`` with seeded random weights and calibrated BatchNorm."""
+    import torch
+    import torchvision
+
+    spec = ZOO[name]
+    torch.manual_seed(seed)
+    model = getattr(torchvision.models, name)(weights=None, **spec.kwargs)
+    calibrate_batchnorm(model)
+    return model.eval()
+
+
+def example_input(seed: int = 0):
+    """The benchmark input: a seeded standard-normal ``INPUT_SHAPE`` tensor."""
+    import torch
+
+    g = torch.Generator().manual_seed(seed + 1)
+    return torch.randn(*INPUT_SHAPE, generator=g)

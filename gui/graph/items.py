@@ -3,7 +3,8 @@
 * :class:`NodeItem` paints one operator with level of detail: a flat box when small on screen,
   the op type when medium, op type and output shape when readable. Inputs and outputs are pills,
   parameters small dashed boxes, problems red; selection, provenance links, search hits and
-  diff marks are outlines and badges. Text is kept as ``QStaticText`` per item.
+  diff marks are outlines and badges; a tint (verify's error colour) replaces the category fill
+  and a flagged node gets an alert border and badge. Text is kept as ``QStaticText`` per item.
 * :class:`EdgeItem` is a ``QGraphicsPathItem`` (painted by Qt in C++) with an arrow head child.
 * :class:`OverviewItem` draws the whole graph as a handful of paths (one per colour), used
   instead of the individual items below a zoom threshold so a frame costs one Python call
@@ -80,6 +81,8 @@ class NodeItem(QGraphicsItem):
         self.linked = False  #: highlighted as a provenance counterpart of the other view's selection
         self.hit = False  #: a search hit
         self.mark = ""  #: diff mark: "added" | "changed" | "removed" | ""
+        self.tint: QColor | None = None  #: fill set from outside (verify's error colouring), None: by category
+        self.flagged = False  #: drawn with an alert border and badge (verify's first divergent layer)
         self._texts: tuple[QStaticText, QStaticText] | None = None
         self._rect = QRectF(-self.w / 2, -self.h / 2, self.w, self.h)
         self._bounds = self._rect.adjusted(-4, -4, 4, 4)
@@ -115,6 +118,13 @@ class NodeItem(QGraphicsItem):
         if changed:
             self.update()
 
+    def set_tint(self, colour: QColor | None, flagged: bool = False) -> None:
+        """Fill with ``colour`` instead of the category colour (None: back to it); ``flagged``
+        adds the alert border and badge."""
+        if colour != self.tint or flagged != self.flagged:
+            self.tint, self.flagged = colour, flagged
+            self.update()
+
     def set_theme(self, theme: "GraphTheme") -> None:
         self.theme = theme
         self._texts = None
@@ -139,12 +149,16 @@ class NodeItem(QGraphicsItem):
         t = self.theme
         if self.node.problem:
             return t.accent("error_fill")
+        if self.tint is not None:
+            return self.tint
         return t.fill(self.node.category)
 
     def _border(self) -> tuple[QColor, float, Qt.PenStyle]:
         t, n = self.theme, self.node
         if self.mark == "removed" or n.ghost:
             return t.accent("removed"), 1.6, Qt.PenStyle.DashLine
+        if self.flagged:
+            return t.accent("error"), 2.6, Qt.PenStyle.SolidLine
         if self.mark in ("added", "changed"):
             return t.accent(self.mark), 2.4, Qt.PenStyle.SolidLine
         if n.problem:
@@ -192,7 +206,7 @@ class NodeItem(QGraphicsItem):
             painter.setPen(t.muted)
             painter.setFont(t.small)
             painter.drawStaticText(QPointF(r.center().x() - ds.width() / 2 + offset, top + ls.height() + gap), detail)
-        if n.problem and n.kind != PARAM:
+        if (n.problem and n.kind != PARAM) or self.flagged:
             self._paint_badge(painter, QPointF(r.right() - 1, r.top() + 1), t.accent("error"), "!")
         elif self.mark == "added":
             self._paint_badge(painter, QPointF(r.right() - 1, r.top() + 1), t.accent("added"), "+")

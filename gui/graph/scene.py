@@ -3,14 +3,15 @@
 :class:`GraphScene` turns a :class:`~gui.graph.model.DisplayGraph` plus a
 :class:`~gui.graph.layout.LayoutResult` (computed in a worker) into items, and keeps the
 per-name state the rest of the window drives: selection (emitted as ``nodeSelectionChanged``
-when the user changes it), provenance links to the other view, search hits, diff marks. It also
+when the user changes it), provenance links to the other view, search hits, diff marks, and
+fill colours set from outside (tints: verify's error colouring) with flagged nodes. It also
 owns the level of detail: below :data:`~gui.graph.items.OVERVIEW_BELOW` the individual items are
 hidden and one :class:`~gui.graph.items.OverviewItem` draws everything.
 """
 from __future__ import annotations
 
 import logging
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
@@ -65,6 +66,8 @@ class GraphScene(QGraphicsScene):
         self._linked: set[int] = set()
         self._hits: set[int] = set()
         self._marks: dict[int, str] = {}
+        self._tints: dict[int, QColor] = {}
+        self._flagged: set[int] = set()
         self._emphasized: list[int] = []
         self._selected: set[int] = set()
         self._arrows: QGraphicsPathItem | None = None
@@ -78,6 +81,7 @@ class GraphScene(QGraphicsScene):
         self.graph, self.layout, self.sizes = graph, layout, list(sizes)
         self.nodes, self.edges = [], []
         self._linked, self._hits, self._marks, self._emphasized, self._selected = set(), set(), {}, [], set()
+        self._tints, self._flagged = {}, set()
         self.preds, self.succs = graph.neighbours()
         self._edges_of = [[] for _ in graph.nodes]
         # detail items: edges, then arrow heads, then nodes (each group under its own parent,
@@ -140,6 +144,7 @@ class GraphScene(QGraphicsScene):
     def clear_graph(self) -> None:
         self.clear()
         self._linked, self._hits, self._marks, self._emphasized, self._selected = set(), set(), {}, [], set()
+        self._tints, self._flagged = {}, set()
         self.graph, self.layout = None, None
         self.nodes, self.edges, self.sizes = [], [], []
         self._overview = self._detail_root = self._arrows = None
@@ -159,7 +164,8 @@ class GraphScene(QGraphicsScene):
                 edges.lineTo(*p)
         by_colour: dict[str, tuple[QColor, QPainterPath]] = {}
         for i, n in enumerate(self.graph.nodes):
-            c = self.theme.accent("error") if n.problem else self.theme.fill(n.category)
+            c = self.theme.accent("error") if n.problem else (self._tints[i] if i in self._tints
+                                                              else self.theme.fill(n.category))
             if not n.problem and n.kind == "op":
                 c = c.darker(115) if not self.theme.dark else c.lighter(130)
             key = c.name()
@@ -176,6 +182,7 @@ class GraphScene(QGraphicsScene):
         groups: list[tuple[str, Iterable[int]]] = [
             ("linked", self._linked),
             ("selected", self._selected),
+            ("error", self._flagged),
         ]
         for mark in ("added", "changed", "removed"):
             groups.insert(0, (mark, [i for i, m in self._marks.items() if m == mark]))
@@ -305,6 +312,26 @@ class GraphScene(QGraphicsScene):
             self.nodes[i].set_state(mark=m)
         self._marks = new
         self._refresh_overlays()
+
+    def set_tints(self, tints: Mapping[str, QColor], flagged: Iterable[str] = ()) -> None:
+        """Fill colours by node name, drawn instead of the category colours (verify colours
+        nodes by error), and nodes to flag with an alert border; every other node cleared."""
+        new = {self.graph.index[n]: c for n, c in tints.items() if self.graph and n in self.graph.index}
+        flags = set(self.indices(flagged))
+        for i in (set(self._tints) | self._flagged) - set(new) - flags:
+            self.nodes[i].set_tint(None)
+        for i in set(new) | flags:
+            self.nodes[i].set_tint(new.get(i), i in flags)
+        self._tints, self._flagged = new, flags
+        self._build_overview()
+
+    @property
+    def tints(self) -> dict[str, QColor]:
+        return {self.nodes[i].node.name: c for i, c in self._tints.items()}
+
+    @property
+    def flagged_names(self) -> list[str]:
+        return [self.nodes[i].node.name for i in sorted(self._flagged)]
 
     @property
     def linked_indices(self) -> set[int]:

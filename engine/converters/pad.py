@@ -164,7 +164,8 @@ def pad_ncnn(ctx, op):
         names = sides[i]
         if before > 0 or after > 0:
             grow[names[0]], grow[names[1]] = max(before, 0), max(after, 0)
-            padded[axis] += max(before, 0) + max(after, 0)
+            size = padded[axis]
+            padded[axis] = size + grow[names[0]] + grow[names[1]] if isinstance(size, int) else None
         if before < 0 or after < 0:
             crop_axes.append(axis)
             starts.append(-min(before, 0))

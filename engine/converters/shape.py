@@ -259,13 +259,14 @@ def unbind(ctx, op):
 
 
 def _const_int(ctx, op, key: str):
+    """An int param that may be a graph value: only a constant one (folded) is usable."""
     v = op.params.get(key)
     if isinstance(v, str) and v.startswith("%"):
         opd = op.named_input(key)
-        hint = None if opd is None else (opd.meta.get("const", opd.meta.get("hint")))
-        if not isinstance(hint, int):
-            ctx.unsupported(f"{key} is a dynamic value")
-        return hint
+        value = None if opd is None else opd.meta.get("const")
+        if not isinstance(value, int):
+            ctx.unsupported(f"{key} is computed at run time ({v[1:]}); ncnn needs a constant here")
+        return value
     return v
 
 

@@ -60,6 +60,14 @@ def test_pad_modules(tmp_path, dialect, module):
     check_module(module, [x], tmp_path, dialect=dialect, expect_types=["Padding"])
 
 
+@pytest.mark.parametrize("pad", [(1, 1, 2, 0), (1, -1, 2, 0)])
+def test_pad_dynamic_size(tmp_path, pad):
+    """TRAINING dialect only: core ATen computes dynamic reflect/replicate gathers from the sizes."""
+    h, w = torch.export.Dim("h", min=4, max=64), torch.export.Dim("w", min=4, max=64)
+    check_module(Pad(pad), [torch.randn(1, 3, 6, 8)], tmp_path, dynamic_shapes=({2: h, 3: w},),
+                 run_inputs=[torch.randn(1, 3, 9, 5)])
+
+
 def test_circular_pad_is_refused(tmp_path):
     from engine.convert import convert
     from tests.harness import export_pt2

@@ -39,7 +39,9 @@ def test_avg_pool2d_divisor_override(tmp_path, dialect, divisor):
 @pytest.mark.parametrize("kernel,stride,padding,ceil_mode", [(2, 2, 0, False), (3, 2, 1, True), (3, 1, 1, False)])
 def test_pool1d(tmp_path, dialect, kind, kernel, stride, padding, ceil_mode):
     cls = nn.MaxPool1d if kind == "max" else nn.AvgPool1d
-    check_module(cls(kernel, stride, padding, ceil_mode=ceil_mode), [torch.randn(1, 4, 13)], tmp_path, dialect=dialect)
+    checked = check_module(cls(kernel, stride, padding, ceil_mode=ceil_mode), [torch.randn(1, 4, 13)], tmp_path,
+                           dialect=dialect, expect_types=["Pooling1D"])
+    assert len(checked.result.ncnn.ops) == 2  # core ATen's unsqueeze/pool2d/squeeze folded back
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
@@ -55,7 +57,8 @@ def test_adaptive_pool2d(tmp_path, dialect, kind, size):
 @pytest.mark.parametrize("size", [1, 3])
 def test_adaptive_pool1d(tmp_path, dialect, kind, size):
     cls = nn.AdaptiveAvgPool1d if kind == "avg" else nn.AdaptiveMaxPool1d
-    check_module(cls(size), [torch.randn(1, 4, 11)], tmp_path, dialect=dialect)
+    checked = check_module(cls(size), [torch.randn(1, 4, 11)], tmp_path, dialect=dialect, expect_types=["Pooling1D"])
+    assert len(checked.result.ncnn.ops) == 2
 
 
 class _PoolFlatten(nn.Module):

@@ -4,16 +4,7 @@ import pytest
 import torch
 from torch import nn
 
-from tests.harness import DIALECTS, check_module
-
-
-class Fn(nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, x):
-        return self.fn(x)
+from tests.harness import DIALECTS, Fn, check_module
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
@@ -61,6 +52,15 @@ def test_mean_3d(tmp_path, dialect, dim, keepdim):
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_mean_over_batch_axis_is_noop(tmp_path, dialect):
     check_module(Fn(lambda x: x.mean(0, keepdim=True).flatten(1)), [torch.randn(1, 3, 4)], tmp_path, dialect=dialect)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("name", ["mean_hw", "adaptive_2x3"])
+def test_dynamic_spatial_size(tmp_path, dialect, name):
+    fn = {"mean_hw": lambda x: x.mean((2, 3)), "adaptive_2x3": lambda x: nn.functional.adaptive_avg_pool2d(x, (2, 3))}
+    h, w = torch.export.Dim("h", min=4, max=64), torch.export.Dim("w", min=4, max=64)
+    check_module(Fn(fn[name]), [torch.randn(1, 4, 8, 10)], tmp_path, dialect=dialect, dynamic_shapes=(({2: h, 3: w},),),
+                 run_inputs=[torch.randn(1, 4, 12, 14)], expect_types=["Pooling"])
 
 
 def test_argmax_indices_use_is_refused(tmp_path):

@@ -73,6 +73,14 @@ def test_upsample_modules(tmp_path, dialect, module):
     check_module(module, [torch.randn(1, 2, 5, 6)], tmp_path, dialect=dialect, expect_types=["Interp"])
 
 
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("mode", ["nearest", "bilinear"])
+def test_interpolate_dynamic_size(tmp_path, dialect, mode):
+    h, w = torch.export.Dim("h", min=4, max=64), torch.export.Dim("w", min=4, max=64)
+    check_module(Interp(scale_factor=2, mode=mode), [torch.randn(1, 3, 6, 8)], tmp_path, dialect=dialect,
+                 dynamic_shapes=({2: h, 3: w},), run_inputs=[torch.randn(1, 3, 9, 5)], expect_types=["Interp"])
+
+
 def test_fractional_bilinear_scale_is_refused(tmp_path):
     from engine.convert import convert
 

@@ -6,18 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from tests.harness import DIALECTS, check_module
-
-
-class Fn(nn.Module):
-    """Wrap a function of the inputs as a module (a fresh class per test keeps exports apart)."""
-
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *xs):
-        return self.fn(*xs)
+from tests.harness import DIALECTS, Fn, check_module
 
 
 RESHAPES = {
@@ -204,6 +193,25 @@ def test_shufflenet_unit(tmp_path, dialect):
 def test_noop_expand_as_removed(tmp_path, dialect):
     checked = check_module(Fn(lambda x: x.expand_as(x).flatten(1)), [torch.randn(1, 3, 4, 5)], tmp_path, dialect=dialect)
     assert [op.type for op in checked.result.ncnn.ops] == ["Input", "Flatten"]
+
+
+DYNAMIC = {
+    "flatten": lambda x: torch.flatten(x, 1),
+    "view_keep_c": lambda x: x.view(x.size(0), x.size(1), -1),
+    "slice_h": lambda x: x[:, :, 1:],
+    "cat_w": lambda x: torch.cat([x, x], 3),
+    "chunk_c": lambda x: x.chunk(2, 1)[1],
+    "permute": lambda x: x.permute(0, 2, 3, 1),
+}
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("name", list(DYNAMIC))
+def test_dynamic_spatial_size(tmp_path, dialect, name):
+    """Symbolic H/W: reshapes copy or infer the dynamic dims (0 / -1), slices end at -233."""
+    h, w = torch.export.Dim("h", min=4, max=64), torch.export.Dim("w", min=4, max=64)
+    check_module(Fn(DYNAMIC[name]), [torch.randn(1, 4, 8, 10)], tmp_path, dialect=dialect,
+                 dynamic_shapes=(({2: h, 3: w},),), run_inputs=[torch.randn(1, 4, 12, 14)])
 
 
 def test_cat_along_batch_axis_is_refused(tmp_path):

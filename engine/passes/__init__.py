@@ -28,6 +28,7 @@ from . import (
     name_blobs,
     normalize_inplace,
     recompose_activations,
+    recompose_norms,
     record_pnnx_graph,
     remove_noops,
 )
@@ -39,6 +40,7 @@ PIPELINE = [
     remove_noops.run,
     fold_constants.run,
     recompose_activations.run,
+    recompose_norms.run,
     lower_aten_to_pnnx.run,
     eliminate_dead_code.run,
     fuse_conv_batchnorm.run,

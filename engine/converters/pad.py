@@ -108,7 +108,8 @@ def _index_kind(op, ctx):
 
 def _check_index(op, ctx):
     if _index_kind(op, ctx) is None:
-        return "unsupported: index is not a reflect/replicate pad or nearest-resize pattern on one dim"
+        return ("unsupported: indexing with these indices (converted here: one constant index vector on a non-batch "
+                "dim that reads like a reflect/replicate pad or a nearest resize)")
     return None
 
 

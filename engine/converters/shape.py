@@ -445,10 +445,17 @@ def _strided(ctx, x, axis: int, step: int, shape: list) -> Operand:
     return intermediate(z, pooled)
 
 
+def _whole_batch(x, dim: int, first: bool) -> bool:
+    """Whether a slice/select along dim ``dim`` keeps the whole (size-1) batch axis."""
+    return dim == 0 and is_batched(x) and x.shape[0] == 1 and first
+
+
 @ncnn_rule("Tensor.slice")
 def slice_ncnn(ctx, op):
     x, out = op.inputs[0], op.outputs[0]
     dim = normalize_dim(op.params["dim"], _rank(x))
+    if _whole_batch(x, dim, op.params["start"] in (0, -1)):
+        return reshape_to(ctx, x, ncnn_shape(out), final=True)
     axis = ncnn_axis(x, dim)
     src = ncnn_shape(x)
     step = op.params.get("step", 1)
@@ -470,6 +477,8 @@ def slice_ncnn(ctx, op):
 @ncnn_rule("Tensor.select")
 def select_ncnn(ctx, op):
     x, out = op.inputs[0], op.outputs[0]
+    if _whole_batch(x, normalize_dim(op.params["dim"], _rank(x)), op.params["index"] in (0, -1)):
+        return reshape_to(ctx, x, ncnn_shape(out), final=True)  # x[0]: the only sample
     axis = ncnn_axis(x, op.params["dim"])
     src = ncnn_shape(x)
     index = op.params["index"]

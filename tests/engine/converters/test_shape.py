@@ -214,6 +214,13 @@ def test_dynamic_spatial_size(tmp_path, dialect, name):
                  dynamic_shapes=(({2: h, 3: w},),), run_inputs=[torch.randn(1, 4, 12, 14)])
 
 
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_select_and_slice_of_the_batch_axis(tmp_path, dialect):
+    """x[0] / x[0:1] / x[-1:] of a batch of one keep all the data: no layer but reshapes."""
+    check_module(Fn(lambda x: (x[0:1, 1:] + x[-1:, :-1]).flatten(1)[0].unsqueeze(0)), [torch.randn(1, 3, 4, 5)],
+                 tmp_path, dialect=dialect)
+
+
 def test_cat_along_batch_axis_is_refused(tmp_path):
     from engine.convert import convert
     from tests.harness import export_pt2

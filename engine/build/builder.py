@@ -130,6 +130,15 @@ def _only_tensor_refs(value: Any) -> bool:
     return isinstance(value, list) and bool(value) and all(isinstance(v, TensorRef) for v in value)
 
 
+def _stored(ep: Any, fqn: str, shape: list[int]):
+    """The stored value of tensor ``fqn``; a file whose stored tensor disagrees with the shape
+    its graph declares is refused (a :class:`PT2FormatError` naming the tensor)."""
+    value = ep.tensor(fqn)
+    if list(getattr(value, "shape", ())) != list(shape):
+        raise PT2FormatError(fqn, f"stored with shape {list(value.shape)} but the graph declares {list(shape)}")
+    return value
+
+
 def _hint(size: Any) -> Any:
     return size if isinstance(size, int) else getattr(size, "hint", None)
 
@@ -245,10 +254,10 @@ class _Builder:
             def load():
                 from ..reader.tensors import to_float32
 
-                return to_float32(ep.tensor(fqn), stype)
+                return to_float32(_stored(ep, fqn, shape), stype)
 
             return Attribute(loader=load, shape=shape, dtype="f32")
-        return Attribute(loader=lambda: ep.tensor(fqn), shape=shape, dtype=dtype or "unknown")
+        return Attribute(loader=lambda: _stored(ep, fqn, shape), shape=shape, dtype=dtype or "unknown")
 
     # ------------------------------------------------------------------ graph outputs
     def _graph_output(self, op_name: str, info: Any) -> None:

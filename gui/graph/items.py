@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Sequence
 
-from PySide6.QtCore import QPointF, QRectF, Qt
+from PySide6.QtCore import QPointF, QRectF, QSize, Qt
 from PySide6.QtGui import (QColor, QFontMetricsF, QPainter, QPainterPath, QPainterPathStroker, QPen,
                            QPolygonF, QStaticText)
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsPathItem, QStyleOptionGraphicsItem
@@ -66,6 +66,32 @@ def measure(nodes: Sequence[DisplayNode], theme: "GraphTheme") -> list[tuple[flo
             w = max(width(fm_b, 0, elide(n.label, LABEL_CHARS)), width(fm_s, 1, n.detail)) + 2 * PAD_X
             sizes.append((max(MIN_W, w), OP_H if n.detail else OP_H_ONE_LINE))
     return sizes
+
+
+def static_texts(first: str, second: str, first_font, second_font) -> tuple[QStaticText, QStaticText]:
+    """Two lines of plain text laid out once (``QStaticText``), for an item to draw each frame."""
+    a, b = QStaticText(first), QStaticText(second)
+    for t in (a, b):
+        t.setTextFormat(Qt.TextFormat.PlainText)
+        t.setPerformanceHint(QStaticText.PerformanceHint.AggressiveCaching)
+    a.prepare(font=first_font)
+    b.prepare(font=second_font)
+    return a, b
+
+
+def paint_outline(painter: QPainter, theme: "GraphTheme", rect: QRectF, radius: float, selected: bool,
+                  linked: bool, hit: bool) -> None:
+    """The state outline around a node or box: selected (blue) over linked (orange) over a
+    search hit (amber)."""
+    colour = (theme.accent("selected") if selected else theme.accent("linked") if linked
+              else theme.accent("changed") if hit else None)
+    if colour is None:
+        return
+    pen = QPen(colour, 2.6)
+    pen.setCosmetic(True)
+    painter.setPen(pen)
+    painter.setBrush(Qt.BrushStyle.NoBrush)
+    painter.drawRoundedRect(rect.adjusted(-2.5, -2.5, 2.5, 2.5), radius + 2, radius + 2)
 
 
 class NodeItem(QGraphicsItem):
@@ -135,14 +161,8 @@ class NodeItem(QGraphicsItem):
         if self._texts is None:
             n = self.node
             limit = PARAM_CHARS if n.kind == PARAM else LABEL_CHARS
-            a = QStaticText(elide(n.label, limit))
-            b = QStaticText(n.detail)
-            for t in (a, b):
-                t.setTextFormat(Qt.TextFormat.PlainText)
-                t.setPerformanceHint(QStaticText.PerformanceHint.AggressiveCaching)
-            a.prepare(font=self.theme.small if n.kind == PARAM else self.theme.bold)
-            b.prepare(font=self.theme.small)
-            self._texts = (a, b)
+            self._texts = static_texts(elide(n.label, limit), n.detail,
+                                       self.theme.small if n.kind == PARAM else self.theme.bold, self.theme.small)
         return self._texts
 
     def _fill(self) -> QColor:
@@ -236,21 +256,7 @@ class NodeItem(QGraphicsItem):
             painter.drawPoint(QPointF(x, y + 3.0))
 
     def _paint_outline(self, painter: QPainter, radius: float) -> None:
-        t = self.theme
-        colour = None
-        if self.selected:
-            colour = t.accent("selected")
-        elif self.linked:
-            colour = t.accent("linked")
-        elif self.hit:
-            colour = t.accent("changed")
-        if colour is None:
-            return
-        pen = QPen(colour, 2.6)
-        pen.setCosmetic(True)
-        painter.setPen(pen)
-        painter.setBrush(Qt.BrushStyle.NoBrush)
-        painter.drawRoundedRect(self._rect.adjusted(-2.5, -2.5, 2.5, 2.5), radius + 2, radius + 2)
+        paint_outline(painter, self.theme, self._rect, radius, self.selected, self.linked, self.hit)
 
 
 ARROW = 5.5
@@ -338,13 +344,20 @@ def _smooth_path(points: Sequence[tuple[float, float]]) -> QPainterPath:
 
 
 class OverviewItem(QGraphicsItem):
-    """The whole graph as a few paths, drawn instead of the items when zoomed far out."""
+    """Part of the graph as a few paths, drawn instead of the items when zoomed far out. The
+    scene cuts the graph into spatial chunks, one item each, so Qt's index skips the chunks
+    outside the view; each chunk renders once into a pixmap at a fixed resolution
+    (``ItemCoordinateCache``) and later frames only scale that pixmap."""
+
+    #: resolution of the cached pixmap, in pixels per scene unit
+    CACHE_SCALE = 0.25
 
     def __init__(self, bounds: QRectF):
         super().__init__()
         self._bounds = bounds.adjusted(-10, -10, 10, 10)
         self.edges = QPainterPath()
         self.fills: list[tuple[QColor, QPainterPath]] = []
+        self.frames: list[tuple[QColor, QColor, QPainterPath]] = []
         self.overlays: list[tuple[QColor, QPainterPath]] = []
         self.edge_colour = QColor("gray")
         self.setZValue(0)
@@ -352,9 +365,15 @@ class OverviewItem(QGraphicsItem):
     def boundingRect(self) -> QRectF:
         return self._bounds
 
-    def set_content(self, edges: QPainterPath, fills: list[tuple[QColor, QPainterPath]], edge_colour: QColor) -> None:
+    def set_content(self, edges: QPainterPath, fills: list[tuple[QColor, QPainterPath]], edge_colour: QColor,
+                    frames: list[tuple[QColor, QColor, QPainterPath]] = (), cached: bool = False) -> None:
         self.prepareGeometryChange()
-        self.edges, self.fills, self.edge_colour = edges, fills, edge_colour
+        self.edges, self.fills, self.edge_colour, self.frames = edges, fills, edge_colour, list(frames)
+        if cached:
+            w, h = self._bounds.width(), self._bounds.height()
+            scale = min(self.CACHE_SCALE, 2048 / max(w, 1.0), 2048 / max(h, 1.0))
+            self.setCacheMode(QGraphicsItem.CacheMode.ItemCoordinateCache,
+                              QSize(max(int(w * scale), 1), max(int(h * scale), 1)))
         self.update()
 
     def set_overlays(self, overlays: list[tuple[QColor, QPainterPath]]) -> None:
@@ -362,11 +381,20 @@ class OverviewItem(QGraphicsItem):
         self.update()
 
     def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem, widget=None) -> None:
+        painter.setPen(Qt.PenStyle.NoPen)
+        for fill, _border, path in self.frames:
+            painter.setBrush(fill)
+            painter.drawPath(path)
         pen = QPen(self.edge_colour, 1.0)
         pen.setCosmetic(True)
         painter.setPen(pen)
         painter.setBrush(Qt.BrushStyle.NoBrush)
         painter.drawPath(self.edges)
+        for _fill, border, path in self.frames:
+            fpen = QPen(border, 1.0)
+            fpen.setCosmetic(True)
+            painter.setPen(fpen)
+            painter.drawPath(path)
         painter.setPen(Qt.PenStyle.NoPen)
         for colour, path in self.fills:
             painter.setBrush(colour)
@@ -377,3 +405,172 @@ class OverviewItem(QGraphicsItem):
             painter.setPen(pen)
             painter.setBrush(colour)
             painter.drawPath(path)
+
+
+GROUP_RADIUS = 7.0
+GLYPH = 5.0
+
+
+def group_box_sizes(texts: Sequence[tuple[str, str]], theme: "GraphTheme") -> list[tuple[float, float]]:
+    """Size of every collapsed group box (label and detail lines, an expander glyph at the
+    left); an expanded box is at least as wide."""
+    fm_b, fm_s = QFontMetricsF(theme.bold), QFontMetricsF(theme.small)
+    out = []
+    for label, detail in texts:
+        w = max(fm_b.horizontalAdvance(label), fm_s.horizontalAdvance(detail)) + 2 * PAD_X + 26
+        out.append((max(MIN_W + 30, w), 44.0))
+    return out
+
+
+class GroupItem(QGraphicsItem):
+    """One module box: collapsed (a stacked box with the module path, its class and how many
+    operators it holds; click to expand) or expanded (a tinted frame with a header; click the
+    header to collapse). A collapsed box carries the state of the nodes hidden in it: selected,
+    linked, search hit, and the strongest diff / problem mark."""
+
+    def __init__(self, gid: int, label: str, detail: str, depth: int, theme: "GraphTheme"):
+        super().__init__()
+        self.gid = gid
+        self.label = label
+        self.detail = detail
+        self.depth = depth
+        self.theme = theme
+        self.expanded = False
+        self.selected = self.linked = self.hit = False
+        self.mark = ""  #: strongest mark of a hidden node ("removed", "added", "changed", a problem "error", …)
+        self._rect = QRectF()
+        self._bounds = QRectF()
+        self._texts: tuple[QStaticText, QStaticText] | None = None
+        self.setAcceptHoverEvents(False)
+
+    def set_box(self, x0: float, y0: float, x1: float, y1: float, expanded: bool) -> None:
+        self.prepareGeometryChange()
+        self.expanded = expanded
+        self._rect = QRectF(x0, y0, x1 - x0, y1 - y0)
+        self._bounds = self._rect.adjusted(-5, -5, 9, 9)
+        # expanded frames under everything, deeper ones above their parents
+        self.setZValue(-100 + self.depth if expanded else 3)
+
+    @property
+    def rect(self) -> QRectF:
+        return self._rect
+
+    def header_rect(self) -> QRectF:
+        from .hierarchy import HEADER
+        return QRectF(self._rect.left(), self._rect.top(), self._rect.width(), HEADER)
+
+    def boundingRect(self) -> QRectF:
+        return self._bounds
+
+    def shape(self) -> QPainterPath:
+        p = QPainterPath()
+        p.addRect(self._rect if not self.expanded else self.header_rect())
+        return p
+
+    def set_state(self, *, selected: bool, linked: bool, hit: bool, mark: str) -> None:
+        if (selected, linked, hit, mark) != (self.selected, self.linked, self.hit, self.mark):
+            self.selected, self.linked, self.hit, self.mark = selected, linked, hit, mark
+            self.update()
+
+    set_theme = NodeItem.set_theme
+
+    def _static_texts(self) -> tuple[QStaticText, QStaticText]:
+        if self._texts is None:
+            self._texts = static_texts(self.label, self.detail, self.theme.bold, self.theme.small)
+        return self._texts
+
+    def fill(self) -> QColor:
+        t = self.theme
+        base = QColor(t.text)
+        if self.expanded:
+            base.setAlphaF(0.035 if not t.dark else 0.05)
+        else:
+            base = QColor(t.fill("other"))
+            base = base.darker(104) if not t.dark else base.lighter(112)
+        return base
+
+    def border(self) -> QColor:
+        t = self.theme
+        if self.mark:
+            return _mark_colour(t, self.mark)
+        c = QColor(t.border)
+        if self.expanded:
+            c.setAlphaF(0.55)
+        return c
+
+    def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem, widget=None) -> None:
+        lod = option.levelOfDetailFromTransform(painter.worldTransform())
+        t, r = self.theme, self._rect
+        pen = QPen(self.border(), 1.8 if self.mark else 1.0)
+        pen.setCosmetic(True)
+        if self.expanded:
+            painter.setRenderHint(QPainter.RenderHint.Antialiasing, lod >= TEXT_BELOW)
+            painter.setPen(pen)
+            painter.setBrush(self.fill())
+            painter.drawRoundedRect(r, GROUP_RADIUS, GROUP_RADIUS)
+            if lod >= TEXT_BELOW:
+                self._paint_header(painter, lod)
+        else:
+            painter.setRenderHint(QPainter.RenderHint.Antialiasing, lod >= TEXT_BELOW)
+            painter.setPen(pen)
+            painter.setBrush(self.fill().darker(108) if not t.dark else self.fill().lighter(115))
+            painter.drawRoundedRect(r.translated(4, 4), GROUP_RADIUS, GROUP_RADIUS)  # the stack behind
+            painter.setBrush(self.fill())
+            painter.drawRoundedRect(r, GROUP_RADIUS, GROUP_RADIUS)
+            if lod >= TEXT_BELOW:
+                self._paint_collapsed_text(painter, lod)
+        self._paint_outline(painter)
+
+    def _glyph(self, painter: QPainter, centre: QPointF, plus: bool) -> None:
+        pen = QPen(self.theme.muted, 1.4)
+        pen.setCapStyle(Qt.PenCapStyle.RoundCap)
+        painter.setPen(pen)
+        painter.setBrush(Qt.BrushStyle.NoBrush)
+        painter.drawRect(QRectF(centre.x() - GLYPH, centre.y() - GLYPH, 2 * GLYPH, 2 * GLYPH))
+        painter.drawLine(QPointF(centre.x() - 2.6, centre.y()), QPointF(centre.x() + 2.6, centre.y()))
+        if plus:
+            painter.drawLine(QPointF(centre.x(), centre.y() - 2.6), QPointF(centre.x(), centre.y() + 2.6))
+
+    def _paint_header(self, painter: QPainter, lod: float) -> None:
+        t, r = self.theme, self._rect
+        label, detail = self._static_texts()
+        self._glyph(painter, QPointF(r.left() + 13, r.top() + 13), plus=False)
+        painter.setPen(t.text)
+        painter.setFont(t.bold)
+        ls = label.size()
+        painter.drawStaticText(QPointF(r.left() + 24, r.top() + 13 - ls.height() / 2), label)
+        if lod >= 0.6 and ls.width() + 40 + detail.size().width() < r.width():
+            painter.setPen(t.muted)
+            painter.setFont(t.small)
+            ds = detail.size()
+            painter.drawStaticText(QPointF(r.right() - 10 - ds.width(), r.top() + 13 - ds.height() / 2), detail)
+
+    def _paint_collapsed_text(self, painter: QPainter, lod: float) -> None:
+        t, r = self.theme, self._rect
+        label, detail = self._static_texts()
+        self._glyph(painter, QPointF(r.left() + 13, r.center().y()), plus=True)
+        ls, ds = label.size(), detail.size()
+        two = lod >= 0.6
+        total = ls.height() + (ds.height() + 1 if two else 0)
+        top = r.center().y() - total / 2
+        x = r.left() + 24 + (r.width() - 24 - 8 - max(ls.width(), ds.width() if two else 0)) / 2
+        painter.setPen(t.text)
+        painter.setFont(t.bold)
+        painter.drawStaticText(QPointF(x, top), label)
+        if two:
+            painter.setPen(t.muted)
+            painter.setFont(t.small)
+            painter.drawStaticText(QPointF(x, top + ls.height() + 1), detail)
+
+    def _paint_outline(self, painter: QPainter) -> None:
+        paint_outline(painter, self.theme, self._rect if not self.expanded else self.header_rect(), GROUP_RADIUS,
+                      self.selected, self.linked, self.hit)
+
+
+def _mark_colour(theme: "GraphTheme", mark: str) -> QColor:
+    """The accent of a mark; unknown marks (added by later features) fall back to the error
+    accent."""
+    try:
+        return theme.accent(mark)
+    except KeyError:
+        return theme.accent("error")

@@ -22,8 +22,10 @@ The steps:
 5. **Routes** — each edge leaves its source's bottom and enters its target's top at a port
    spread by the x of the incoming edges, through its dummies.
 
-Groups of the module hierarchy (collapsed boxes) can later be laid out as ordinary nodes of
-this function, recursively per group.
+Groups of the module hierarchy are laid out with this function once per expanded group
+(:mod:`.hierarchy`): boxes are ordinary nodes, and the points where edges enter and leave a
+group are nodes pinned to its first and last layer (``LayoutInput.pin``). A tall node (an
+expanded group) hangs from the top of its layer; small ones are centred in the layer's top band.
 """
 from __future__ import annotations
 
@@ -49,6 +51,12 @@ class LayoutInput:
     edges: Sequence[tuple[int, int]]
     #: nodes that may sit as satellites above the one node they feed (parameters); optional
     satellite: Sequence[bool] = ()
+    #: per node: :data:`PIN_TOP` (first layer, e.g. where a group's inputs enter),
+    #: :data:`PIN_BOTTOM` (last layer, a group's outputs) or 0; optional
+    pin: Sequence[int] = ()
+
+
+PIN_TOP, PIN_BOTTOM = 1, 2
 
 
 @dataclass
@@ -78,6 +86,10 @@ class LayoutResult:
     seconds: float = 0.0
     crossings: int = 0
     layers: list[list[int]] = field(default_factory=list)  #: real nodes of each layer, left to right
+
+
+#: height of a layer's top band, in which nodes smaller than it are centred
+TOP_BAND = 96.0
 
 
 class LayoutCancelled(Exception):
@@ -164,7 +176,7 @@ class _Satellites:
                 h = h + row_h + cls.SAT_GAP
             sizes.append((w, h))
         edges = [(new_index[u], new_index[v]) for u, v in inp.edges if u not in s.host_of and v not in s.host_of]
-        s.reduced = LayoutInput(sizes, edges)
+        s.reduced = LayoutInput(sizes, edges, (), [inp.pin[v] for v in s.main] if inp.pin else ())
         return s
 
     def expand(self, res: LayoutResult, opt: LayoutOptions) -> LayoutResult:
@@ -243,7 +255,7 @@ def _core_layout(inp: LayoutInput, opt: LayoutOptions, check: Callable[[], None]
         succs[u].append(v)
         preds[v].append(u)
 
-    layer = _assign_layers(n, preds, succs)
+    layer = _assign_layers(n, preds, succs, inp.pin)
     check()
     nodes_w = [float(w) for w, _ in inp.sizes]
     nodes_h = [float(h) for _, h in inp.sizes]
@@ -276,7 +288,7 @@ def _core_layout(inp: LayoutInput, opt: LayoutOptions, check: Callable[[], None]
 
 
 # --------------------------------------------------------------------------- 1. layering
-def _assign_layers(n: int, preds: list[list[int]], succs: list[list[int]]) -> list[int]:
+def _assign_layers(n: int, preds: list[list[int]], succs: list[list[int]], pin: Sequence[int] = ()) -> list[int]:
     layer = [0] * n
     for v in range(n):
         if preds[v]:
@@ -286,10 +298,29 @@ def _assign_layers(n: int, preds: list[list[int]], succs: list[list[int]]) -> li
     # len(preds) - len(succs)
     for v in range(n - 1, -1, -1):
         if succs[v] and len(succs[v]) >= len(preds[v]) and (len(succs[v]) > len(preds[v]) or not preds[v]):
+            if pin and pin[v] == PIN_TOP:
+                continue
             lowest = min(layer[s] for s in succs[v]) - 1
             if lowest > layer[v]:
                 layer[v] = lowest
+    if pin and any(pin):
+        _pin_layers(layer, pin)
     return layer
+
+
+def _pin_layers(layer: list[int], pin: Sequence[int]) -> None:
+    """Move pinned nodes to a first / last layer of their own (the rest keep their order)."""
+    free = [lv for lv, p in zip(layer, pin) if not p]
+    top = any(p == PIN_TOP for p in pin)
+    shift = 1 if top else 0
+    bottom = (max(free) if free else -1) + shift + 1
+    for v, p in enumerate(pin):
+        if p == PIN_TOP:
+            layer[v] = 0
+        elif p == PIN_BOTTOM:
+            layer[v] = bottom
+        else:
+            layer[v] += shift
 
 
 # --------------------------------------------------------------------------- 2-4. layered graph
@@ -540,7 +571,13 @@ def _assign_y(lg: _LayeredGraph, heights: list[float], opt: LayoutOptions):
     for lv in range(len(lg.layers)):
         layer_top[lv] = cur
         cur += layer_h[lv] + opt.rank_sep
-    ys = [layer_top[lg.layer_of[v]] + layer_h[lg.layer_of[v]] / 2 for v in range(len(lg.layer_of))]
+    # small nodes centred in the layer's top band, tall ones (expanded groups) hanging from its top
+    ys = []
+    for v in range(len(lg.layer_of)):
+        lv = lg.layer_of[v]
+        band = min(layer_h[lv], TOP_BAND)
+        h = heights[v] if v < n else 0.0
+        ys.append(layer_top[lv] + (h / 2 if h > band else band / 2))
     return ys, layer_top, layer_h
 
 

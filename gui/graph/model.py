@@ -119,6 +119,8 @@ class DisplayGraph:
     source: Graph | None = None
     index: dict[str, int] = field(default_factory=dict)
     unused_params: int = 0  #: parameters no operator reads (not drawn)
+    #: module path → qualified class (``torch.nn.modules.linear.Linear``), for group labels
+    module_types: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.index:
@@ -146,7 +148,8 @@ class DisplayGraph:
         remap = {old: new for new, old in enumerate(keep)}
         edges = [DisplayEdge(remap[e.src], remap[e.dst], e.operand, e.shape, e.dtype, e.from_param)
                  for e in self.edges if e.src in remap and e.dst in remap]
-        return DisplayGraph([self.nodes[i] for i in keep], edges, self.vocabulary, self.source)
+        return DisplayGraph([self.nodes[i] for i in keep], edges, self.vocabulary, self.source,
+                            module_types=self.module_types)
 
     def layout_input(self, sizes: Sequence[tuple[float, float]]) -> LayoutInput:
         """Layout input; parameters may sit as satellites above the operator they feed."""
@@ -286,4 +289,21 @@ def display_graph(g: Graph, vocabulary: str, problems: Mapping[str, str] | None 
                 continue
             edges.append(DisplayEdge(src, dst, i.name, shape_text(i.shape), i.dtype or "",
                                      nodes[src].kind == PARAM))
-    return DisplayGraph(nodes, edges, vocabulary, g, index, unused_params=unused)
+    return DisplayGraph(nodes, edges, vocabulary, g, index, unused_params=unused, module_types=module_types(ops))
+
+
+def module_types(ops: Iterable[Operator]) -> dict[str, str]:
+    """Module path → class, from the operators' ``module_stack`` (lowered operators inherit
+    it from the ATen nodes they came from)."""
+    out: dict[str, str] = {}
+    seen: set[int] = set()
+    for op in ops:
+        stack = op.meta.get("module_stack")
+        if not stack or id(stack) in seen:
+            continue
+        seen.add(id(stack))
+        for f in stack:
+            path, typ = getattr(f, "path", None), getattr(f, "type", "")
+            if path is not None and typ and path not in out:
+                out[path] = typ
+    return out

@@ -1,9 +1,18 @@
-"""A graph view with its header: title, which graph to show, hide-parameters, fit, status.
+"""A graph view with its header: title, which graph to show, module groups, hide-parameters,
+fit, status.
 
-:class:`GraphPanel` takes a :class:`~gui.graph.model.DisplayGraph`, measures its nodes (GUI
-thread: font metrics), runs :func:`~gui.graph.layout.layered_layout` through the
+:class:`GraphPanel` takes a :class:`~gui.graph.model.DisplayGraph`, groups it by module
+(:func:`~gui.graph.grouping.group_tree`), measures its nodes and boxes (GUI thread: font
+metrics), runs the :class:`~gui.graph.hierarchy.HierarchicalLayout` through the
 :class:`~gui.workers.TaskRunner` (a newer request cancels an older one), then builds the scene
-from the result. While a layout runs the old picture stays, with a message over it.
+from the placement. While a layout runs the old picture stays, with a message over it.
+
+Which groups are open is the panel's state (:attr:`GraphPanel.expanded`, kept by module path
+across graphs of the same model): a new graph opens as deep as stays readable
+(:meth:`~gui.graph.grouping.GroupTree.default_expanded`); the Groups menu expands all, collapses
+all or opens to a depth; clicking a box toggles it, keeping the box where it was on screen.
+Selecting, linking or focusing a node hidden in a collapsed group opens the groups around it
+first (:meth:`GraphPanel.reveal`).
 """
 from __future__ import annotations
 
@@ -11,24 +20,33 @@ import logging
 import time
 from typing import Sequence
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QAction
-from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QSizePolicy, QToolButton, QVBoxLayout, QWidget)
+from PySide6.QtCore import QPointF, Qt, Signal
+from PySide6.QtGui import QAction, QActionGroup
+from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QMenu, QSizePolicy, QToolButton, QVBoxLayout,
+                               QWidget)
 
 from ..theme import GraphTheme
 from ..workers import TaskContext, TaskRunner
-from .items import EdgeItem, NodeItem, measure
-from .layout import LayoutResult, layered_layout
+from .grouping import ROOT, GroupTree, flat_tree, group_text, group_tree
+from .hierarchy import HierarchicalLayout, Placement
+from .items import EdgeItem, GroupItem, NodeItem, group_box_sizes, measure
 from .model import PARAM, DisplayGraph
 from .scene import GraphScene
-from .tooltips import edge_tooltip, node_tooltip
+from .tooltips import edge_tooltip, group_tooltip, node_tooltip
 from .view import GraphView
 
 log = logging.getLogger(__name__)
 
+#: most nodes a reveal opens groups for (a selection linked to thousands of operators stays
+#: shown on the collapsed boxes)
+REVEAL_LIMIT = 200
 
-def _run_layout(ctx: TaskContext, graph: DisplayGraph, sizes: list[tuple[float, float]]) -> LayoutResult:
-    return layered_layout(graph.layout_input(sizes), cancel=ctx)
+
+def _run_layout(ctx: TaskContext, hl: HierarchicalLayout | None, graph: DisplayGraph, tree: GroupTree,
+                sizes: list, box_sizes: list, expanded: frozenset[int]) -> tuple[HierarchicalLayout, Placement]:
+    if hl is None:
+        hl = HierarchicalLayout(graph, tree, sizes, box_sizes)
+    return hl, hl.place(expanded, cancel=ctx)
 
 
 class GraphPanel(QWidget):
@@ -51,10 +69,20 @@ class GraphPanel(QWidget):
         self.timing: dict[str, float] = {}
         self._pending = None
         self._marks: dict[str, str] = {}
+        self.grouping = True  #: group by module (False: the flat graph)
+        self.tree: GroupTree | None = None
+        self.expanded: frozenset[int] = frozenset()
+        self._expanded_paths: set[str] | None = None  #: kept across graphs of the same model
+        self._hl: HierarchicalLayout | None = None
+        self._sizes: list[tuple[float, float]] = []
+        self._box_sizes: list[tuple[float, float]] = []
+        self._group_text: list[tuple[str, str]] = []
+        self._after_install: list = []
         self.scene = GraphScene(theme, self)
         self.view = GraphView(self.scene, self)
         self.view.tooltip_for = self._tooltip
         self.scene.nodeSelectionChanged.connect(self.nodeSelectionChanged)
+        self.scene.groupToggled.connect(self.toggle_group)
         self.view.nodeActivated.connect(self.nodeActivated)
         self.view.zoomChanged.connect(self._show_zoom)
 
@@ -92,6 +120,7 @@ class GraphPanel(QWidget):
         fit_btn = QToolButton()
         fit_btn.setDefaultAction(fit_action)
         fit_btn.setAutoRaise(True)
+        self.groups_button = self._groups_button()
 
         header = QWidget()
         header.setObjectName("panelHeader")
@@ -102,6 +131,7 @@ class GraphPanel(QWidget):
         hl.addWidget(self.mode)
         hl.addWidget(self.info, 1)
         hl.addWidget(self.zoom_label)
+        hl.addWidget(self.groups_button)
         hl.addWidget(params_btn)
         hl.addWidget(fit_btn)
         lay = QVBoxLayout(self)
@@ -137,7 +167,8 @@ class GraphPanel(QWidget):
     def show_graph(self, graph: DisplayGraph | None, *, message: str = "", keep_view: bool = False,
                    marks: dict[str, str] | None = None) -> None:
         """Lay ``graph`` out in a worker and show it (None: clear, showing ``message``).
-        ``keep_view`` keeps zoom, centre, selection and marks; ``marks`` sets diff marks."""
+        ``keep_view`` keeps zoom, centre, selection, marks and open groups; ``marks`` sets
+        diff marks."""
         self.full_graph = graph
         if marks is not None or not keep_view:
             self._marks = dict(marks or {})
@@ -146,20 +177,35 @@ class GraphPanel(QWidget):
                 self._pending.cancel()
                 self._pending = None
             self.graph = None
+            self.tree, self._hl = None, None
             self.scene.clear_graph()
+            self.view.minimap.rebuild()
             self.info.setText("")
             self.view.set_message(message)
             return
         shown = graph.without([PARAM]) if self.hide_params else graph
         t0 = time.perf_counter()
         sizes = measure(shown.nodes, self.scene.theme)
+        tree = group_tree(shown) if self.grouping else flat_tree(len(shown.nodes))
+        texts = group_text(tree)
+        box_sizes = group_box_sizes(texts, self.scene.theme)
+        if keep_view and self._expanded_paths is not None:
+            expanded = frozenset(tree.ids(self._expanded_paths))
+        else:
+            expanded = frozenset(tree.default_expanded())
         self.timing = {"measure": time.perf_counter() - t0}
-        n = len(shown.nodes)
-        self.view.set_message(message or (f"Laying out {n:,} nodes…" if n > 300 else ""))
+        self._layout(shown, tree, sizes, box_sizes, texts, expanded, None, keep_view)
+
+    def _layout(self, graph: DisplayGraph, tree: GroupTree, sizes: list, box_sizes: list, texts: list,
+                expanded: frozenset[int], hl: HierarchicalLayout | None, keep_view: bool,
+                anchor: tuple[int, QPointF] | None = None) -> None:
+        n = tree.visible_count(set(expanded))
+        self.view.set_message(f"Laying out {n:,} nodes…" if n > 300 else "")
         self._pending = self.runner.submit(
-            f"layout of the {self.key} graph", _run_layout, shown, sizes, group=f"layout:{self.key}",
-            quiet=n < 300,
-            on_result=lambda res, g=shown, s=sizes, k=keep_view: self._install(g, s, res, k),
+            f"layout of the {self.key} graph", _run_layout, hl, graph, tree, sizes, box_sizes, expanded,
+            group=f"layout:{self.key}", quiet=n < 300,
+            on_result=lambda res, g=graph, t=tree, s=sizes, b=box_sizes, x=texts, k=keep_view, a=anchor:
+            self._install(g, t, s, b, x, res, k, a),
             on_error=lambda _e: self.view.set_message("The graph could not be laid out (see the message)."))
 
     def update_graph(self, graph: DisplayGraph) -> None:
@@ -168,34 +214,148 @@ class GraphPanel(QWidget):
         shown = graph.without([PARAM]) if self.hide_params else graph
         if self._pending is None and self.scene.replace_nodes(shown):
             self.full_graph, self.graph = graph, shown
+            if self._hl is not None:
+                self._hl.graph = shown
             self._update_info()
             return
         self.show_graph(graph, keep_view=True)
 
-    def _install(self, graph: DisplayGraph, sizes: list, result: LayoutResult, keep_view: bool) -> None:
+    def _install(self, graph: DisplayGraph, tree: GroupTree, sizes: list, box_sizes: list, texts: list,
+                 result: tuple[HierarchicalLayout, Placement], keep_view: bool,
+                 anchor: tuple[int, QPointF] | None) -> None:
         self._pending = None
+        hl, placement = result
         t0 = time.perf_counter()
         selected = self.scene.selected_names()
-        linked = [self.scene.nodes[i].node.name for i in self.scene.linked_indices]
+        linked = [self.scene.graph.nodes[i].name for i in self.scene.linked_indices] if self.scene.graph else []
         centre = self.view.mapToScene(self.view.viewport().rect().center())
         zoom = self.view.zoom
         keep_view = keep_view and self.graph is not None
-        self.graph = graph
-        self.scene.set_graph(graph, sizes, result)
-        self.scene.set_marks(self._marks)
-        if keep_view:
-            self.scene.select(selected)
-            self.scene.set_linked(linked)
+        same = graph is self.graph
+        self.graph, self.tree, self._hl = graph, tree, hl
+        self._sizes, self._box_sizes, self._group_text = sizes, box_sizes, texts
+        self.expanded = placement.expanded
+        self._expanded_paths = tree.paths(placement.expanded)
+        self.scene.set_graph(graph, sizes, placement, tree, texts)
+        if not same:
+            self.scene.set_marks(self._marks)
+            if keep_view:
+                self.scene.select(selected)
+                self.scene.set_linked(linked)
+        if anchor is not None and anchor[0] in placement.boxes:
+            x0, y0, _x1, _y1 = placement.boxes[anchor[0]]
+            old = anchor[1]
+            self.view.set_zoom(zoom, QPointF(centre.x() + x0 - old.x(), centre.y() + y0 - old.y()))
+        elif keep_view:
             self.view.set_zoom(zoom, centre)
         else:
             self.view.show_start()
-        self.timing.update(layout=result.seconds, scene=time.perf_counter() - t0)
+        self.timing.update(layout=placement.seconds, scene=time.perf_counter() - t0)
         self.view.set_message("")
+        self.view.minimap.rebuild()
         self._update_info()
-        log.debug("%s: %d nodes laid out in %.3fs, scene in %.3fs", self.key, len(graph.nodes), result.seconds,
-                  self.timing["scene"])
+        log.debug("%s: %d nodes, %d boxes placed in %.3fs, scene in %.3fs", self.key, len(placement.nodes),
+                  len(placement.boxes), placement.seconds, self.timing["scene"])
+        todo, self._after_install = self._after_install, []
+        for fn in todo:
+            fn()
         self.layoutReady.emit()
 
+    # ---------------------------------------------------------------- groups
+    def _groups_button(self) -> QToolButton:
+        btn = QToolButton()
+        btn.setText("Groups")
+        btn.setObjectName(f"{self.key}Groups")
+        btn.setToolTip("Module groups: expand or collapse the nn.Module boxes")
+        btn.setAutoRaise(True)
+        btn.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        menu = QMenu(btn)
+        self.expand_all_action = menu.addAction("Expand all", self.expand_all)
+        self.collapse_all_action = menu.addAction("Collapse all", self.collapse_all)
+        self.depth_menu = menu.addMenu("Expand to depth")
+        self.depth_menu.aboutToShow.connect(self._fill_depth_menu)
+        menu.addSeparator()
+        self.grouping_action = menu.addAction("Group by module")
+        self.grouping_action.setCheckable(True)
+        self.grouping_action.setChecked(True)
+        self.grouping_action.toggled.connect(self.set_grouping)
+        btn.setMenu(menu)
+        return btn
+
+    def _fill_depth_menu(self) -> None:
+        self.depth_menu.clear()
+        deepest = self.tree.max_depth if self.tree is not None else 0
+        ag = QActionGroup(self.depth_menu)
+        for d in range(1, max(deepest, 1) + 1):
+            a = self.depth_menu.addAction(f"{d}", lambda d=d: self.expand_to_depth(d))
+            ag.addAction(a)
+
+    def set_expanded(self, groups: set[int] | frozenset[int], *, anchor_group: int | None = None,
+                     then=None) -> None:
+        """Open exactly these groups (a worker lays out what changed; ``then`` runs once the
+        new picture is in)."""
+        if self.tree is None or self.graph is None or self._hl is None:
+            return
+        groups = frozenset(groups)
+        if then is not None:
+            self._after_install.append(then)
+        if groups == self.expanded and self._pending is None:
+            todo, self._after_install = self._after_install, []
+            for fn in todo:
+                fn()
+            return
+        anchor = None
+        if anchor_group is not None and self.scene.layout is not None and anchor_group in self.scene.layout.boxes:
+            x0, y0, _x1, _y1 = self.scene.layout.boxes[anchor_group]
+            anchor = (anchor_group, QPointF(x0, y0))
+        self._layout(self.graph, self.tree, self._sizes, self._box_sizes, self._group_text, groups, self._hl, True,
+                     anchor)
+
+    def toggle_group(self, gid: int) -> None:
+        """Expand a collapsed group or collapse an expanded one (the box stays in place)."""
+        if self.tree is None or gid == ROOT:
+            return
+        if gid in self.expanded:
+            new = set(self.expanded) - set(self.tree.subtree(gid))
+        else:
+            new = set(self.expanded) | {gid} | set(self.tree.group_ancestors(gid))
+        self.set_expanded(new, anchor_group=gid)
+
+    def expand_all(self) -> None:
+        if self.tree is not None:
+            self.set_expanded(self.tree.all_groups())
+
+    def collapse_all(self) -> None:
+        self.set_expanded(set())
+
+    def expand_to_depth(self, depth: int) -> None:
+        if self.tree is not None:
+            self.set_expanded(self.tree.to_depth(depth))
+
+    def set_grouping(self, on: bool) -> None:
+        """Group by module (True) or show the flat graph."""
+        if on == self.grouping:
+            return
+        self.grouping = on
+        self.grouping_action.blockSignals(True)
+        self.grouping_action.setChecked(on)
+        self.grouping_action.blockSignals(False)
+        if self.full_graph is not None:
+            self.show_graph(self.full_graph, keep_view=True)
+
+    def reveal(self, indices: Sequence[int], then=None) -> bool:
+        """Open the groups hiding these nodes; ``then`` runs once they are shown. False when
+        nothing had to be opened (``then`` is not called)."""
+        if self.tree is None:
+            return False
+        hidden = self.scene.hidden(indices)[:REVEAL_LIMIT]
+        if not hidden:
+            return False
+        new = set(self.expanded)
+        for i in hidden:
+            new.update(self.tree.ancestors(i))
+        self.set_expanded(new, then=then)
+        return True
     def _update_info(self) -> None:
         graph = self.graph
         if graph is None:
@@ -224,24 +384,32 @@ class GraphPanel(QWidget):
 
     # ---------------------------------------------------------------- selection helpers
     def select(self, names: Sequence[str], *, focus: bool = True, emit: bool = False) -> list[int]:
+        """Select nodes by name; with ``focus`` the view scrolls to them, opening the groups
+        that hide them first."""
         idx = self.scene.select(names, emit=emit)
         if focus and idx:
-            self.view.focus_indices(idx)
+            self._focus(idx)
         return idx
 
     def link(self, names: Sequence[str], *, focus: bool = True) -> list[int]:
         idx = self.scene.set_linked(names)
         if focus and idx:
-            self.view.focus_indices(idx)
+            self._focus(idx)
         return idx
+
+    def _focus(self, idx: list[int]) -> None:
+        if not self.reveal(idx, then=lambda: self.view.focus_indices(idx)):
+            self.view.focus_indices(idx)
 
     def _show_zoom(self, z: float) -> None:
         self.zoom_label.setText(f"{z * 100:.0f}%")
 
-    def _tooltip(self, item: NodeItem | EdgeItem) -> str:
+    def _tooltip(self, item: NodeItem | EdgeItem | GroupItem) -> str:
         g = self.graph
         if g is None:
             return ""
+        if isinstance(item, GroupItem):
+            return group_tooltip(self.tree.groups[item.gid], item.gid in self.expanded) if self.tree else ""
         if isinstance(item, NodeItem):
             return node_tooltip(item.node, g.operator(item.node.name))
         e = item.edge

@@ -1,17 +1,26 @@
-"""The scene of one graph view, created from a display graph and its layout result.
+"""The scene of one graph view, created from a display graph, its groups and their placement.
 
-:class:`GraphScene` turns a :class:`~gui.graph.model.DisplayGraph` plus a
-:class:`~gui.graph.layout.LayoutResult` (computed in a worker) into items, and keeps the
-per-name state the rest of the window drives: selection (emitted as ``nodeSelectionChanged``
-when the user changes it), provenance links to the other view, search hits, diff marks, and
-fill colours set from outside (tints: verify's error colouring) with flagged nodes. It also
-owns the level of detail: below :data:`~gui.graph.items.OVERVIEW_BELOW` the individual items are
-hidden and one :class:`~gui.graph.items.OverviewItem` draws everything.
+:class:`GraphScene` turns a :class:`~gui.graph.model.DisplayGraph`, its
+:class:`~gui.graph.grouping.GroupTree` and a :class:`~gui.graph.hierarchy.Placement` (computed
+in a worker) into items: one :class:`~gui.graph.items.NodeItem` per visible node, one
+:class:`~gui.graph.items.GroupItem` per visible module box (collapsed or expanded), one
+:class:`~gui.graph.items.EdgeItem` per visible connection. Node and group items are made the
+first time they are shown and kept while the graph stays the same, so expanding a group creates
+only what it reveals.
+
+It keeps the per-name state the rest of the window drives — selection (emitted as
+``nodeSelectionChanged`` when the user changes it), provenance links to the other view, search
+hits, diff marks, fill colours set from outside (tints: verify's error colouring) and flagged
+nodes — by node index, whether the node is visible or not: a collapsed box shows the state of
+the nodes inside it. It also owns the level of detail: below
+:data:`~gui.graph.items.OVERVIEW_BELOW` the individual items are hidden and a few
+:class:`~gui.graph.items.OverviewItem` chunks draw everything.
 """
 from __future__ import annotations
 
 import logging
-from typing import Iterable, Mapping, Sequence
+from collections.abc import Sequence as SequenceABC
+from typing import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
@@ -19,13 +28,18 @@ from PySide6.QtGui import QColor, QPainterPath
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsPathItem, QGraphicsScene
 
 from ..theme import GraphTheme
-from .items import EdgeItem, EdgePens, NodeItem, OverviewItem, arrow_heads
-from .layout import LayoutResult
+from .grouping import GroupTree
+from .hierarchy import Placement
+from .items import EdgeItem, EdgePens, GroupItem, NodeItem, OverviewItem, _mark_colour, arrow_heads
 from .model import DisplayGraph
 
 log = logging.getLogger(__name__)
 
 MARGIN = 40.0
+#: side of the square cells the overview is cut into (scene units)
+CHUNK = 3000.0
+#: which diff / problem mark a collapsed box shows when its nodes have several
+MARK_RANK = {"removed": 1, "changed": 2, "added": 3}
 
 
 class _Layer(QGraphicsItem):
@@ -42,26 +56,64 @@ class _Layer(QGraphicsItem):
         pass
 
 
+class NodeItems(SequenceABC):
+    """``scene.nodes``: the item of every node by index, made on first use (an item of a node
+    inside a collapsed group exists only once something asks for it, and is not shown)."""
+
+    def __init__(self, scene: "GraphScene"):
+        self._scene = scene
+
+    def __len__(self) -> int:
+        g = self._scene.graph
+        return 0 if g is None else len(g.nodes)
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        return self._scene._node_item(i)
+
+    def __iter__(self) -> Iterator[NodeItem]:
+        for i in range(len(self)):
+            yield self._scene._node_item(i)
+
+
 class GraphScene(QGraphicsScene):
     """Items of one graph; see the module docstring."""
 
     #: the user changed the selection (names of the selected nodes)
     nodeSelectionChanged = Signal(list)
+    #: the user clicked a group's expander (group id)
+    groupToggled = Signal(int)
 
     def __init__(self, theme: GraphTheme, parent=None):
         super().__init__(parent)
         self.theme = theme
         self.graph: DisplayGraph | None = None
-        self.layout: LayoutResult | None = None
+        self.tree: GroupTree | None = None
+        self.layout: Placement | None = None
         self.sizes: list[tuple[float, float]] = []
-        self.nodes: list[NodeItem] = []
+        self.group_text: list[tuple[str, str]] = []
+        self.nodes = NodeItems(self)
         self.edges: list[EdgeItem] = []
+        self.groups: dict[int, GroupItem] = {}  #: visible group boxes by group id
         self.preds: list[list[int]] = []
         self.succs: list[list[int]] = []
-        self._edges_of: list[list[int]] = []
+        self._node_items: dict[int, NodeItem] = {}
+        self._group_items: dict[int, GroupItem] = {}
+        self._edges_of: dict[int, list[int]] = {}
+        self._codes = np.zeros(0, dtype=np.int64)
         self._rects = np.zeros((0, 4))
-        self._overview: OverviewItem | None = None
+        self._headers = np.zeros((0, 4))
+        self._header_ids: list[int] = []
+        self._overviews: list[OverviewItem] = []
+        self._overlay: OverviewItem | None = None
+        self._frames: OverviewItem | None = None
         self._detail_root: _Layer | None = None
+        self._node_layer: _Layer | None = None
+        self._group_layer: _Layer | None = None
+        self._edge_layer: _Layer | None = None
         self._detail = True
         self._linked: set[int] = set()
         self._hits: set[int] = set()
@@ -70,62 +122,136 @@ class GraphScene(QGraphicsScene):
         self._flagged: set[int] = set()
         self._emphasized: list[int] = []
         self._selected: set[int] = set()
+        self._problem_groups: set[int] = set()
         self._arrows: QGraphicsPathItem | None = None
         self._pens = EdgePens(theme)
         self.setBackgroundBrush(theme.background)
+        self.setItemIndexMethod(QGraphicsScene.ItemIndexMethod.BspTreeIndex)
 
     # ---------------------------------------------------------------- building
-    def set_graph(self, graph: DisplayGraph, sizes: Sequence[tuple[float, float]], layout: LayoutResult) -> None:
-        """Replace the content with ``graph`` placed by ``layout``."""
-        self.clear()
-        self.graph, self.layout, self.sizes = graph, layout, list(sizes)
-        self.nodes, self.edges = [], []
-        self._linked, self._hits, self._marks, self._emphasized, self._selected = set(), set(), {}, [], set()
-        self._tints, self._flagged = {}, set()
-        self.preds, self.succs = graph.neighbours()
-        self._edges_of = [[] for _ in graph.nodes]
-        # detail items: edges, then arrow heads, then nodes (each group under its own parent,
-        # so the stacking needs no per-item z value and the whole detail level hides at once)
+    def set_graph(self, graph: DisplayGraph, sizes: Sequence[tuple[float, float]], placement: Placement,
+                  tree: GroupTree, group_text: Sequence[tuple[str, str]]) -> None:
+        """Show ``graph`` as ``placement`` arranges it. With the same graph as before (a group
+        was expanded or collapsed) the node and group items are kept and moved."""
+        same = graph is self.graph and self._detail_root is not None
+        if not same:
+            self.clear()
+            self._overviews, self._overlay, self._frames = [], None, None
+            self._node_items, self._group_items = {}, {}
+            self._linked, self._hits, self._marks, self._emphasized, self._selected = set(), set(), {}, [], set()
+            self._tints, self._flagged = {}, set()
+            self.preds, self.succs = graph.neighbours()
+            self._build_layers()
+        else:
+            for it in self.edges:
+                self.removeItem(it)
+            self._emphasized = []
+        self.graph, self.tree, self.layout, self.sizes = graph, tree, placement, list(sizes)
+        self.group_text = list(group_text)
+        self._find_problem_groups()
+        self._place_nodes(placement)
+        self._place_groups(placement)
+        self._place_edges(placement)
+        self._build_index(placement)
+        bounds = QRectF(0, 0, max(placement.width, 1.0), max(placement.height, 1.0))
+        self._build_overview()
+        self._apply_group_states()
+        self._emphasize()
+        self.set_detail(self._detail, force=True)
+        self.setSceneRect(bounds.adjusted(-MARGIN, -MARGIN, MARGIN, MARGIN))
+
+    def _build_layers(self) -> None:
         root = _Layer()
         self.addItem(root)
         self._detail_root = root
-        edge_layer, node_layer = _Layer(), _Layer()
-        edge_layer.setParentItem(root)
-        node_layer.setParentItem(root)
-        edge_layer.setZValue(1)
-        node_layer.setZValue(3)
-        theme = self.theme
-        self._pens = EdgePens(theme)
-        for k, e in enumerate(graph.edges):
-            item = EdgeItem(k, e, layout.routes[k], self._pens)
-            item.setParentItem(edge_layer)
-            self.edges.append(item)
-            self._edges_of[e.src].append(k)
-            self._edges_of[e.dst].append(k)
-        self._arrows = QGraphicsPathItem(arrow_heads(layout.routes))
+        self._group_layer, self._edge_layer, self._node_layer = _Layer(), _Layer(), _Layer()
+        for z, layer in enumerate((self._group_layer, self._edge_layer, self._node_layer)):
+            layer.setParentItem(root)
+            layer.setZValue(z * 2)
+        self._arrows = QGraphicsPathItem()
         self._arrows.setPen(Qt.PenStyle.NoPen)
-        self._arrows.setBrush(theme.edge)
+        self._arrows.setBrush(self.theme.edge)
         self._arrows.setParentItem(root)
-        self._arrows.setZValue(2)
-        for i, n in enumerate(graph.nodes):
-            item = NodeItem(i, n, sizes[i], theme)
-            item.setPos(layout.x[i], layout.y[i])
-            item.setParentItem(node_layer)
-            self.nodes.append(item)
-        if graph.nodes:
-            xs = np.asarray(layout.x)
-            ys = np.asarray(layout.y)
-            wh = np.asarray(sizes, dtype=float)
-            self._rects = np.stack([xs - wh[:, 0] / 2, ys - wh[:, 1] / 2, xs + wh[:, 0] / 2, ys + wh[:, 1] / 2], 1)
-        else:
-            self._rects = np.zeros((0, 4))
-        bounds = QRectF(0, 0, max(layout.width, 1.0), max(layout.height, 1.0))
-        self._overview = OverviewItem(bounds)
-        self.addItem(self._overview)
-        self._build_overview()
-        self._overview.setVisible(not self._detail)
-        root.setVisible(self._detail)
-        self.setSceneRect(bounds.adjusted(-MARGIN, -MARGIN, MARGIN, MARGIN))
+        self._arrows.setZValue(3)
+        self._pens = EdgePens(self.theme)
+
+    def _node_item(self, i: int) -> NodeItem:
+        it = self._node_items.get(i)
+        if it is None:
+            it = NodeItem(i, self.graph.nodes[i], self.sizes[i], self.theme)  # type: ignore[union-attr]
+            it.set_state(selected=i in self._selected, linked=i in self._linked, hit=i in self._hits,
+                         mark=self._marks.get(i, ""))
+            if i in self._tints or i in self._flagged:
+                it.set_tint(self._tints.get(i), i in self._flagged)
+            self._node_items[i] = it
+        return it
+
+    def _place_nodes(self, p: Placement) -> None:
+        layer = self._node_layer
+        for i, it in self._node_items.items():
+            if i not in p.nodes and it.isVisible():
+                it.setVisible(False)
+        for i, (x, y) in p.nodes.items():
+            it = self._node_item(i)
+            if it.parentItem() is not layer:
+                it.setParentItem(layer)
+            it.setPos(x, y)
+            if not it.isVisible():
+                it.setVisible(True)
+
+    def _place_groups(self, p: Placement) -> None:
+        self.groups = {}
+        for gid, it in self._group_items.items():
+            if gid not in p.boxes and it.isVisible():
+                it.setVisible(False)
+        tree = self.tree
+        for gid, box in p.boxes.items():
+            it = self._group_items.get(gid)
+            if it is None:
+                label, detail = self.group_text[gid]
+                it = GroupItem(gid, label, detail, tree.groups[gid].depth, self.theme)  # type: ignore[union-attr]
+                it.setParentItem(self._group_layer)
+                self._group_items[gid] = it
+            it.set_box(*box, expanded=gid in p.expanded)
+            it.setVisible(True)
+            self.groups[gid] = it
+
+    def _place_edges(self, p: Placement) -> None:
+        self.edges = []
+        self._edges_of = {}
+        graph = self.graph
+        routes = []
+        for k, (ru, rv, ek, route) in enumerate(p.edges):
+            item = EdgeItem(k, graph.edges[ek], route, self._pens)  # type: ignore[union-attr]
+            item.setParentItem(self._edge_layer)
+            self.edges.append(item)
+            self._edges_of.setdefault(ru, []).append(k)
+            self._edges_of.setdefault(rv, []).append(k)
+            routes.append(route)
+        self._arrows.setPath(arrow_heads(routes))  # type: ignore[union-attr]
+
+    def _build_index(self, p: Placement) -> None:
+        """Rectangles of what a click can hit: visible nodes and collapsed boxes; headers of
+        expanded boxes separately."""
+        codes: list[int] = []
+        rects: list[tuple[float, float, float, float]] = []
+        for i, (x, y) in p.nodes.items():
+            w, h = self.sizes[i]
+            codes.append(i)
+            rects.append((x - w / 2, y - h / 2, x + w / 2, y + h / 2))
+        headers, header_ids = [], []
+        from .hierarchy import HEADER
+        for gid, (x0, y0, x1, y1) in p.boxes.items():
+            if gid in p.expanded:
+                headers.append((x0, y0, x1, y0 + HEADER))
+                header_ids.append(gid)
+            else:
+                codes.append(-1 - gid)
+                rects.append((x0, y0, x1, y1))
+        self._codes = np.asarray(codes, dtype=np.int64)
+        self._rects = np.asarray(rects, dtype=float).reshape(-1, 4)
+        self._headers = np.asarray(headers, dtype=float).reshape(-1, 4)
+        self._header_ids = header_ids
 
     def replace_nodes(self, graph: DisplayGraph) -> bool:
         """Take new node data for the same structure (e.g. problems found by a conversion)
@@ -135,81 +261,166 @@ class GraphScene(QGraphicsScene):
                 a.name != b.name for a, b in zip(old.nodes, graph.nodes)):
             return False
         self.graph = graph
-        for item, node in zip(self.nodes, graph.nodes):
-            item.node = node
+        for i, item in self._node_items.items():
+            item.node = graph.nodes[i]
             item.update()
+        self._find_problem_groups()
         self._build_overview()
+        self._apply_group_states()
         return True
 
     def clear_graph(self) -> None:
         self.clear()
         self._linked, self._hits, self._marks, self._emphasized, self._selected = set(), set(), {}, [], set()
         self._tints, self._flagged = {}, set()
-        self.graph, self.layout = None, None
-        self.nodes, self.edges, self.sizes = [], [], []
-        self._overview = self._detail_root = self._arrows = None
+        self.graph, self.tree, self.layout = None, None, None
+        self.edges, self.sizes = [], []
+        self.groups, self._node_items, self._group_items, self._edges_of = {}, {}, {}, {}
+        self._overviews, self._overlay, self._frames = [], None, None
+        self._detail_root = self._arrows = self._node_layer = self._group_layer = self._edge_layer = None
+        self._codes = np.zeros(0, dtype=np.int64)
         self._rects = np.zeros((0, 4))
+        self._headers = np.zeros((0, 4))
+        self._header_ids = []
         self.setSceneRect(QRectF(0, 0, 1, 1))
 
+    # ---------------------------------------------------------------- overview
+    def _node_colour(self, i: int) -> QColor:
+        n = self.graph.nodes[i]  # type: ignore[union-attr]
+        c = self.theme.accent("error") if n.problem else (self._tints[i] if i in self._tints
+                                                          else self.theme.fill(n.category))
+        if not n.problem and n.kind == "op":
+            c = c.darker(115) if not self.theme.dark else c.lighter(130)
+        return c
+
     def _build_overview(self) -> None:
-        if self._overview is None or self.graph is None:
+        """Cut what is visible into square chunks, one overview item each (edges by where they
+        start); expanded frames go into one more item, state overlays into another."""
+        for it in self._overviews:
+            self.removeItem(it)
+        for it in (self._overlay, self._frames):
+            if it is not None:
+                self.removeItem(it)
+        self._overviews = []
+        p = self.layout
+        if p is None or self.graph is None:
             return
-        edges = QPainterPath()
-        for k, e in enumerate(self.graph.edges):
-            pts = self.layout.routes[k] if self.layout else []
+        chunks: dict[tuple[int, int], dict] = {}
+
+        def chunk(x: float, y: float) -> dict:
+            key = (int(x // CHUNK), int(y // CHUNK))
+            c = chunks.get(key)
+            if c is None:
+                c = chunks[key] = {"edges": QPainterPath(), "fills": {}, "bounds": [x, y, x, y]}
+            return c
+
+        def grow(c: dict, x0: float, y0: float, x1: float, y1: float) -> None:
+            b = c["bounds"]
+            b[0], b[1], b[2], b[3] = min(b[0], x0), min(b[1], y0), max(b[2], x1), max(b[3], y1)
+
+        colours: dict[str, QColor] = {}
+        for code, (x0, y0, x1, y1) in zip(self._codes.tolist(), self._rects.tolist()):
+            c = chunk((x0 + x1) / 2, (y0 + y1) / 2)
+            colour = self._node_colour(code) if code >= 0 else self._group_fill()
+            key = colour.name()
+            colours.setdefault(key, colour)
+            path = c["fills"].get(key)
+            if path is None:
+                path = c["fills"][key] = QPainterPath()
+            path.addRect(QRectF(x0, y0, x1 - x0, y1 - y0))
+            grow(c, x0, y0, x1, y1)
+        for _ru, _rv, _k, pts in p.edges:
             if len(pts) < 2:
                 continue
-            edges.moveTo(*pts[0])
-            for p in pts[1:]:
-                edges.lineTo(*p)
-        by_colour: dict[str, tuple[QColor, QPainterPath]] = {}
-        for i, n in enumerate(self.graph.nodes):
-            c = self.theme.accent("error") if n.problem else (self._tints[i] if i in self._tints
-                                                              else self.theme.fill(n.category))
-            if not n.problem and n.kind == "op":
-                c = c.darker(115) if not self.theme.dark else c.lighter(130)
-            key = c.name()
-            if key not in by_colour:
-                by_colour[key] = (c, QPainterPath())
-            x0, y0, x1, y1 = self._rects[i]
-            by_colour[key][1].addRect(QRectF(x0, y0, x1 - x0, y1 - y0))
-        self._overview.set_content(edges, list(by_colour.values()), self.theme.edge)
+            c = chunk(*pts[0])
+            path = c["edges"]
+            path.moveTo(*pts[0])
+            for q in pts[1:]:
+                path.lineTo(*q)
+            xs = [q[0] for q in pts]
+            ys = [q[1] for q in pts]
+            grow(c, min(xs), min(ys), max(xs), max(ys))
+        for c in chunks.values():
+            b = c["bounds"]
+            item = OverviewItem(QRectF(b[0], b[1], b[2] - b[0], b[3] - b[1]))
+            item.set_content(c["edges"], [(colours[k], path) for k, path in c["fills"].items()], self.theme.edge)
+            self.addItem(item)
+            self._overviews.append(item)
+        frames = QPainterPath()
+        for gid in p.expanded:
+            box = p.boxes.get(gid)
+            if box is not None:
+                frames.addRect(QRectF(box[0], box[1], box[2] - box[0], box[3] - box[1]))
+        bounds = QRectF(0, 0, max(p.width, 1.0), max(p.height, 1.0))
+        self._frames = OverviewItem(bounds)
+        fill = QColor(self.theme.text)
+        fill.setAlphaF(0.04)
+        border = QColor(self.theme.border)
+        border.setAlphaF(0.5)
+        self._frames.set_content(QPainterPath(), [], self.theme.edge, [(fill, border, frames)])
+        self._frames.setZValue(-1)
+        self.addItem(self._frames)
+        self._overlay = OverviewItem(bounds)
+        self._overlay.setZValue(1)
+        self.addItem(self._overlay)
         self._refresh_overlays()
+        for it in self._overviews + [self._frames, self._overlay]:
+            it.setVisible(not self._detail)
+
+    def overview_items(self) -> list[OverviewItem]:
+        """The overview's chunks (frames first), e.g. to render a thumbnail."""
+        return ([self._frames] if self._frames is not None else []) + self._overviews
+
+    def _group_fill(self) -> QColor:
+        c = QColor(self.theme.fill("other"))
+        return c.darker(125) if not self.theme.dark else c.lighter(140)
+
+    def element_rect(self, code: int) -> tuple[float, float, float, float] | None:
+        """Scene rectangle of a visible node (``code`` ≥ 0) or group box (``-1 - id``)."""
+        p = self.layout
+        if p is None:
+            return None
+        if code >= 0:
+            c = p.nodes.get(code)
+            if c is None:
+                return None
+            w, h = self.sizes[code]
+            return (c[0] - w / 2, c[1] - h / 2, c[0] + w / 2, c[1] + h / 2)
+        return p.boxes.get(-1 - code)
 
     def _refresh_overlays(self) -> None:
-        if self._overview is None:
+        if self._overlay is None:
             return
-        groups: list[tuple[str, Iterable[int]]] = [
-            ("linked", self._linked),
-            ("selected", self._selected),
-            ("error", self._flagged),
-        ]
+        groups: list[tuple[str, Iterable[int]]] = [("linked", self._linked), ("selected", self._selected),
+                                                   ("error", self._flagged)]
         for mark in ("added", "changed", "removed"):
             groups.insert(0, (mark, [i for i, m in self._marks.items() if m == mark]))
         overlays = []
         for accent, idxs in groups:
             path = QPainterPath()
-            for i in idxs:
-                x0, y0, x1, y1 = self._rects[i]
-                path.addRect(QRectF(x0 - 4, y0 - 4, x1 - x0 + 8, y1 - y0 + 8))
+            for code in {self._rep(i) for i in idxs}:
+                r = self.element_rect(code)
+                if r is not None:
+                    x0, y0, x1, y1 = r
+                    path.addRect(QRectF(x0 - 4, y0 - 4, x1 - x0 + 8, y1 - y0 + 8))
             if not path.isEmpty():
-                overlays.append((self.theme.accent(accent), path))
-        self._overview.set_overlays(overlays)
+                overlays.append((_mark_colour(self.theme, accent), path))
+        self._overlay.set_overlays(overlays)
 
     # ---------------------------------------------------------------- level of detail
     @property
     def detail(self) -> bool:
         return self._detail
 
-    def set_detail(self, on: bool) -> None:
+    def set_detail(self, on: bool, *, force: bool = False) -> None:
         """Individual items (True) or the overview (False)."""
-        if on == self._detail:
+        if on == self._detail and not force:
             return
         self._detail = on
         if self._detail_root is not None:
             self._detail_root.setVisible(on)
-        if self._overview is not None:
-            self._overview.setVisible(not on)
+        for it in self._overviews + [x for x in (self._frames, self._overlay) if x is not None]:
+            it.setVisible(not on)
 
     # ---------------------------------------------------------------- lookups
     def index_of(self, name: str) -> int | None:
@@ -217,24 +428,56 @@ class GraphScene(QGraphicsScene):
 
     def item(self, name: str) -> NodeItem | None:
         i = self.index_of(name)
-        return None if i is None else self.nodes[i]
+        return None if i is None else self._node_item(i)
 
-    def node_at(self, pos: QPointF) -> int | None:
-        """Index of the node under a scene position (works in overview mode too)."""
+    def is_visible(self, index: int) -> bool:
+        return self.layout is not None and index in self.layout.nodes
+
+    def _rep(self, i: int) -> int:
+        p = self.layout
+        if p is None or i >= len(p.rep):
+            return i
+        return p.rep[i]
+
+    def element_at(self, pos: QPointF) -> int | None:
+        """Code of the node (≥ 0) or collapsed box (``-1 - id``) under a scene position (works
+        in overview mode too)."""
         if not len(self._rects):
             return None
         r = self._rects
         x, y = pos.x(), pos.y()
         hit = np.nonzero((r[:, 0] <= x) & (x <= r[:, 2]) & (r[:, 1] <= y) & (y <= r[:, 3]))[0]
-        return int(hit[-1]) if len(hit) else None
+        return int(self._codes[hit[-1]]) if len(hit) else None
+
+    def node_at(self, pos: QPointF) -> int | None:
+        """Index of the visible node under a scene position."""
+        code = self.element_at(pos)
+        return code if code is not None and code >= 0 else None
+
+    def group_at(self, pos: QPointF) -> int | None:
+        """Group id of the collapsed box or expanded header under a scene position (the
+        innermost one)."""
+        code = self.element_at(pos)
+        if code is not None:
+            return -1 - code if code < 0 else None
+        if not len(self._headers):
+            return None
+        r = self._headers
+        x, y = pos.x(), pos.y()
+        hit = np.nonzero((r[:, 0] <= x) & (x <= r[:, 2]) & (r[:, 1] <= y) & (y <= r[:, 3]))[0]
+        if not len(hit):
+            return None
+        ids = [self._header_ids[k] for k in hit]
+        return max(ids, key=lambda g: self.tree.groups[g].depth)  # type: ignore[union-attr]
 
     def nodes_rect(self, indices: Iterable[int]) -> QRectF:
-        idx = list(indices)
-        if not idx:
+        """Bounding rectangle of these nodes as shown (a hidden node by its collapsed box)."""
+        rects = [r for r in (self.element_rect(self._rep(i)) for i in set(indices)) if r is not None]
+        if not rects:
             return QRectF()
-        r = self._rects[idx]
-        x0, y0 = r[:, 0].min(), r[:, 1].min()
-        return QRectF(x0, y0, r[:, 2].max() - x0, r[:, 3].max() - y0)
+        a = np.asarray(rects)
+        x0, y0 = a[:, 0].min(), a[:, 1].min()
+        return QRectF(x0, y0, a[:, 2].max() - x0, a[:, 3].max() - y0)
 
     def indices(self, names: Iterable[str]) -> list[int]:
         if self.graph is None:
@@ -242,12 +485,18 @@ class GraphScene(QGraphicsScene):
         idx = self.graph.index
         return [idx[n] for n in names if n in idx]
 
+    def hidden(self, indices: Iterable[int]) -> list[int]:
+        """Those of ``indices`` inside collapsed groups."""
+        p = self.layout
+        return [] if p is None else [i for i in indices if i not in p.nodes]
+
     # ---------------------------------------------------------------- selection
     def selected_items(self) -> list[NodeItem]:
-        return [self.nodes[i] for i in sorted(self._selected)]
+        return [self._node_item(i) for i in sorted(self._selected)]
 
     def selected_names(self) -> list[str]:
-        return [self.nodes[i].node.name for i in sorted(self._selected)]
+        g = self.graph
+        return [] if g is None else [g.nodes[i].name for i in sorted(self._selected)]
 
     def select(self, names: Iterable[str], *, emit: bool = False) -> list[int]:
         """Select exactly these nodes. Emits ``nodeSelectionChanged`` only with ``emit``."""
@@ -255,23 +504,25 @@ class GraphScene(QGraphicsScene):
 
     def select_indices(self, indices: Iterable[int], *, emit: bool = False) -> list[int]:
         new = set(indices)
-        for i in self._selected - new:
-            self.nodes[i].set_state(selected=False)
-        for i in new - self._selected:
-            self.nodes[i].set_state(selected=True)
+        self._set_node_state(self._selected, new, "selected")
         self._selected = new
-        for k in self._emphasized:
-            self.edges[k].set_emphasis(False)
-        self._emphasized = []
-        if len(new) <= 64:
-            for i in new:
-                for k in self._edges_of[i]:
-                    self.edges[k].set_emphasis(True)
-                    self._emphasized.append(k)
+        self._emphasize()
+        self._apply_group_states()
         self._refresh_overlays()
         if emit:
             self.nodeSelectionChanged.emit(self.selected_names())
         return sorted(new)
+
+    def _emphasize(self) -> None:
+        for k in self._emphasized:
+            if k < len(self.edges):
+                self.edges[k].set_emphasis(False)
+        self._emphasized = []
+        if len(self._selected) <= 64:
+            for code in {self._rep(i) for i in self._selected}:
+                for k in self._edges_of.get(code, ()):
+                    self.edges[k].set_emphasis(True)
+                    self._emphasized.append(k)
 
     def click(self, index: int | None, *, add: bool = False) -> None:
         """A click on a node (None: on the background) — the user's selection."""
@@ -284,54 +535,96 @@ class GraphScene(QGraphicsScene):
         self.select_indices(new, emit=True)
 
     # ---------------------------------------------------------------- marks
+    def _set_node_state(self, old: set[int], new: set[int], key: str) -> None:
+        for i in old - new:
+            if i in self._node_items:
+                self._node_items[i].set_state(**{key: False})
+        for i in new - old:
+            if i in self._node_items:
+                self._node_items[i].set_state(**{key: True})
+
     def set_linked(self, names: Iterable[str]) -> list[int]:
         """Outline the provenance counterparts of the other view's selection."""
         new = set(self.indices(names))
-        for i in self._linked - new:
-            self.nodes[i].set_state(linked=False)
-        for i in new - self._linked:
-            self.nodes[i].set_state(linked=True)
+        self._set_node_state(self._linked, new, "linked")
         self._linked = new
+        self._apply_group_states()
         self._refresh_overlays()
         return sorted(new)
 
     def set_hits(self, names: Iterable[str]) -> None:
         new = set(self.indices(names))
-        for i in self._hits - new:
-            self.nodes[i].set_state(hit=False)
-        for i in new - self._hits:
-            self.nodes[i].set_state(hit=True)
+        self._set_node_state(self._hits, new, "hit")
         self._hits = new
+        self._apply_group_states()
 
     def set_marks(self, marks: dict[str, str]) -> None:
         """Diff marks by node name (``added`` / ``changed`` / ``removed``); others cleared."""
         new = {self.graph.index[n]: m for n, m in marks.items() if self.graph and n in self.graph.index}
         for i in set(self._marks) - set(new):
-            self.nodes[i].set_state(mark="")
+            if i in self._node_items:
+                self._node_items[i].set_state(mark="")
         for i, m in new.items():
-            self.nodes[i].set_state(mark=m)
+            if i in self._node_items:
+                self._node_items[i].set_state(mark=m)
         self._marks = new
+        self._apply_group_states()
         self._refresh_overlays()
+
+    def _apply_group_states(self) -> None:
+        """A collapsed box shows the state of the nodes hidden in it."""
+        if not self.groups or self.layout is None:
+            return
+        rep = self.layout.rep
+        sel = {-1 - rep[i] for i in self._selected if rep[i] < 0}
+        lnk = {-1 - rep[i] for i in self._linked if rep[i] < 0}
+        hit = {-1 - rep[i] for i in self._hits if rep[i] < 0}
+        marks: dict[int, str] = {}
+        for i, m in self._marks.items():
+            if rep[i] < 0:
+                g = -1 - rep[i]
+                if MARK_RANK.get(m, 9) > MARK_RANK.get(marks.get(g, ""), 0):
+                    marks[g] = m
+        for i in self._flagged:  # verify's first divergent node, hidden in a box
+            if rep[i] < 0:
+                marks[-1 - rep[i]] = "error"
+        for g in self.groups:
+            if g not in marks and g in self._problem_groups:
+                marks[g] = "error"
+        for g, it in self.groups.items():
+            collapsed = g not in self.layout.expanded
+            it.set_state(selected=collapsed and g in sel, linked=collapsed and g in lnk, hit=collapsed and g in hit,
+                         mark=marks.get(g, "") if collapsed else "")
+
+    def _find_problem_groups(self) -> None:
+        self._problem_groups = set()
+        if self.graph is None or self.tree is None:
+            return
+        for i, n in enumerate(self.graph.nodes):
+            if n.problem:
+                self._problem_groups.update(self.tree.ancestors(i))
 
     def set_tints(self, tints: Mapping[str, QColor], flagged: Iterable[str] = ()) -> None:
         """Fill colours by node name, drawn instead of the category colours (verify colours
-        nodes by error), and nodes to flag with an alert border; every other node cleared."""
+        nodes by error), and nodes to flag with an alert border; every other node cleared. A
+        collapsed box holding a flagged node gets the alert border."""
         new = {self.graph.index[n]: c for n, c in tints.items() if self.graph and n in self.graph.index}
         flags = set(self.indices(flagged))
-        for i in (set(self._tints) | self._flagged) - set(new) - flags:
-            self.nodes[i].set_tint(None)
-        for i in set(new) | flags:
-            self.nodes[i].set_tint(new.get(i), i in flags)
+        for i in (set(self._tints) | self._flagged | set(new) | flags) & set(self._node_items):
+            self._node_items[i].set_tint(new.get(i), i in flags)
         self._tints, self._flagged = new, flags
+        self._apply_group_states()
         self._build_overview()
 
     @property
     def tints(self) -> dict[str, QColor]:
-        return {self.nodes[i].node.name: c for i, c in self._tints.items()}
+        g = self.graph
+        return {} if g is None else {g.nodes[i].name: c for i, c in self._tints.items()}
 
     @property
     def flagged_names(self) -> list[str]:
-        return [self.nodes[i].node.name for i in sorted(self._flagged)]
+        g = self.graph
+        return [] if g is None else [g.nodes[i].name for i in sorted(self._flagged)]
 
     @property
     def linked_indices(self) -> set[int]:
@@ -339,14 +632,17 @@ class GraphScene(QGraphicsScene):
 
     @property
     def marks(self) -> dict[str, str]:
-        return {self.nodes[i].node.name: m for i, m in self._marks.items()}
+        g = self.graph
+        return {} if g is None else {g.nodes[i].name: m for i, m in self._marks.items()}
 
     # ---------------------------------------------------------------- theme
     def set_theme(self, theme: GraphTheme) -> None:
         self.theme = theme
         self.setBackgroundBrush(theme.background)
-        for it in self.nodes:
+        for it in self._node_items.values():
             it.set_theme(theme)
+        for gi in self._group_items.values():
+            gi.set_theme(theme)
         self._pens = EdgePens(theme)
         for e in self.edges:
             e.set_pens(self._pens)

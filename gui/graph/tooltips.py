@@ -48,3 +48,13 @@ def edge_tooltip(edge: DisplayEdge, src: DisplayNode, dst: DisplayNode) -> str:
     dtype = edge.dtype or "?"
     return (f"<b>{_e(edge.operand)}</b><br>shape {_e(shape)} &nbsp; dtype {_e(dtype)}"
             f"<br>{_e(src.name)} → {_e(dst.name)}")
+
+
+def group_tooltip(group, expanded: bool) -> str:
+    """A module box: path, class, what it holds, and what a click does."""
+    lines = [f"<b>{_e(group.path or 'model')}</b>" + (f" &nbsp;<i>{_e(group.type)}</i>" if group.type else ""),
+             f"{group.ops:,} operators, {group.size - group.ops:,} parameters/constants"]
+    if group.children:
+        lines.append(f"{len(group.children)} submodule group{'s' if len(group.children) != 1 else ''}")
+    lines.append("<i>click the header to collapse</i>" if expanded else "<i>click to expand</i>")
+    return "<br>".join(lines)

@@ -1,7 +1,9 @@
 """The graph view widget: zoom, pan, fit, keyboard navigation, tooltips, level of detail.
 
 Mouse: wheel zooms around the cursor, dragging pans, a click selects (Ctrl adds), a
-double-click centres. Keys: ``+``/``-`` zoom, ``F`` or ``0`` fit, ``1`` actual size, arrows walk
+double-click centres; a click on a collapsed module box expands it, a click on an expanded
+box's header collapses it (the scene's ``groupToggled``). A :class:`~.minimap.Minimap` in the
+bottom-right corner shows where the view is in a graph larger than it. Keys: ``+``/``-`` zoom, ``F`` or ``0`` fit, ``1`` actual size, arrows walk
 the graph (Up: a producer, Down: a consumer, Left/Right: the neighbour in the same layer),
 ``Home``/``End`` the first/last node, ``Enter`` centres on the selection, ``Esc`` clears it.
 Tooltips are built lazily for the node or edge under the cursor. A message (e.g. "Laying
@@ -16,7 +18,8 @@ from PySide6.QtCore import QEvent, QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QKeyEvent, QMouseEvent, QPainter, QTransform, QWheelEvent
 from PySide6.QtWidgets import QGraphicsView, QToolTip
 
-from .items import OVERVIEW_BELOW, EdgeItem, NodeItem
+from .items import OVERVIEW_BELOW, EdgeItem, GroupItem, NodeItem
+from .minimap import Minimap
 from .scene import GraphScene
 
 log = logging.getLogger(__name__)
@@ -46,10 +49,22 @@ class GraphView(QGraphicsView):
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self.setFrameShape(QGraphicsView.Shape.NoFrame)
         self.message = ""
-        self.tooltip_for: Callable[[NodeItem | EdgeItem], str] | None = None
+        self.tooltip_for: Callable[[NodeItem | EdgeItem | GroupItem], str] | None = None
         self._press_pos: QPointF | None = None
         self._over_node = False
         self.setMouseTracking(True)
+        self.minimap = Minimap(self)
+        self.horizontalScrollBar().valueChanged.connect(self._view_moved)
+        self.verticalScrollBar().valueChanged.connect(self._view_moved)
+
+    def _view_moved(self, *_args) -> None:
+        if not self.minimap.image.isNull():
+            self.minimap.update_visibility()
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self.minimap.place()
+        self._view_moved()
 
     # ---------------------------------------------------------------- zoom
     @property
@@ -73,6 +88,7 @@ class GraphView(QGraphicsView):
     def _zoom_changed(self) -> None:
         self.graph_scene.set_detail(self.zoom >= OVERVIEW_BELOW)
         self.zoomChanged.emit(self.zoom)
+        self._view_moved()
 
     def fit(self) -> None:
         """Show the whole graph."""
@@ -99,9 +115,13 @@ class GraphView(QGraphicsView):
         scale = max(min(READABLE, vw / r.width()), 0.55)
         self.setTransform(QTransform.fromScale(scale, scale))
         top = r.top() + (vh / 2) / scale
-        # centre on the first inputs, horizontally
-        layer0 = s.layout.layers[0] if s.layout and s.layout.layers else []
-        x = sum(s.layout.x[i] for i in layer0) / len(layer0) if layer0 else r.center().x()
+        # centre on what comes first (the inputs), horizontally
+        x = r.center().x()
+        p = s.layout
+        if p is not None and p.nodes:
+            y0 = min(y for _x, y in p.nodes.values())
+            row = [cx for cx, cy in p.nodes.values() if cy < y0 + 60]
+            x = sum(row) / len(row)
         self.centerOn(QPointF(x, top))
         self._zoom_changed()
 
@@ -152,20 +172,29 @@ class GraphView(QGraphicsView):
         super().mouseReleaseEvent(event)
         if self._press_pos is not None and event.button() == Qt.MouseButton.LeftButton:
             if (event.position() - self._press_pos).manhattanLength() < 4:  # a click, not a drag
-                i = self.graph_scene.node_at(self.mapToScene(event.position().toPoint()))
-                add = bool(event.modifiers() & (Qt.KeyboardModifier.ControlModifier |
-                                                Qt.KeyboardModifier.ShiftModifier))
-                self.graph_scene.click(i, add=add)
+                s = self.graph_scene
+                at = self.mapToScene(event.position().toPoint())
+                i = s.node_at(at)
+                g = s.group_at(at) if i is None else None
+                if g is not None:
+                    s.groupToggled.emit(g)
+                else:
+                    add = bool(event.modifiers() & (Qt.KeyboardModifier.ControlModifier |
+                                                    Qt.KeyboardModifier.ShiftModifier))
+                    s.click(i, add=add)
         self._press_pos = None
 
     def mouseDoubleClickEvent(self, event: QMouseEvent) -> None:
-        i = self.graph_scene.node_at(self.mapToScene(event.position().toPoint()))
+        s = self.graph_scene
+        at = self.mapToScene(event.position().toPoint())
+        i = s.node_at(at)
         if i is None:
-            super().mouseDoubleClickEvent(event)
+            if s.group_at(at) is None:
+                super().mouseDoubleClickEvent(event)
             return
-        self.graph_scene.select([self.graph_scene.nodes[i].node.name], emit=True)
+        s.select([s.graph.nodes[i].name], emit=True)
         self.focus_indices([i])
-        self.nodeActivated.emit(self.graph_scene.nodes[i].node.name)
+        self.nodeActivated.emit(s.graph.nodes[i].name)
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
         key, s = event.key(), self.graph_scene
@@ -183,7 +212,7 @@ class GraphView(QGraphicsView):
             idx = [it.index for it in s.selected_items()]
             self.focus_indices(idx)
             if idx:
-                self.nodeActivated.emit(s.nodes[idx[0]].node.name)
+                self.nodeActivated.emit(s.graph.nodes[idx[0]].name)
         elif key in (Qt.Key.Key_Up, Qt.Key.Key_Down, Qt.Key.Key_Left, Qt.Key.Key_Right, Qt.Key.Key_Home,
                      Qt.Key.Key_End):
             self._navigate(key)
@@ -193,28 +222,32 @@ class GraphView(QGraphicsView):
         event.accept()
 
     def _navigate(self, key: int) -> None:
+        """Walk the visible nodes: Up / Down to the nearest visible producer / consumer, Left /
+        Right to the neighbour in the same row, Home / End to the first / last node."""
         s = self.graph_scene
-        if s.graph is None or not s.nodes or s.layout is None:
+        p = s.layout
+        if s.graph is None or p is None or not p.nodes:
             return
-        sel = s.selected_items()
-        lay = s.layout
+        pos = p.nodes
+        sel = [it.index for it in s.selected_items() if it.index in pos]
         if key == Qt.Key.Key_Home or (not sel and key in (Qt.Key.Key_Down, Qt.Key.Key_Right)):
-            target = lay.layers[0][0] if lay.layers and lay.layers[0] else 0
+            target = min(pos, key=lambda i: (pos[i][1], pos[i][0]))
         elif key == Qt.Key.Key_End or not sel:
-            target = lay.layers[-1][-1] if lay.layers and lay.layers[-1] else len(s.nodes) - 1
+            target = max(pos, key=lambda i: (pos[i][1], -pos[i][0]))
         else:
-            cur = sel[-1].index
+            cur = sel[-1]
+            cx, cy = pos[cur]
             target = cur
-            if key == Qt.Key.Key_Up and s.preds[cur]:
-                target = min(s.preds[cur], key=lambda j: abs(lay.x[j] - lay.x[cur]))
-            elif key == Qt.Key.Key_Down and s.succs[cur]:
-                target = min(s.succs[cur], key=lambda j: abs(lay.x[j] - lay.x[cur]))
-            elif key in (Qt.Key.Key_Left, Qt.Key.Key_Right):
-                row = lay.layers[lay.layer[cur]]
-                k = lay.order[cur] + (-1 if key == Qt.Key.Key_Left else 1)
-                if 0 <= k < len(row):
-                    target = row[k]
-        s.select([s.nodes[target].node.name], emit=True)
+            if key in (Qt.Key.Key_Up, Qt.Key.Key_Down):
+                near = [j for j in (s.preds[cur] if key == Qt.Key.Key_Up else s.succs[cur]) if j in pos]
+                if near:
+                    target = min(near, key=lambda j: abs(pos[j][0] - cx))
+            else:
+                left = key == Qt.Key.Key_Left
+                row = [j for j, (x, y) in pos.items() if abs(y - cy) < 1.0 and ((x < cx) if left else (x > cx))]
+                if row:
+                    target = min(row, key=lambda j: abs(pos[j][0] - cx))
+        s.select([s.graph.nodes[target].name], emit=True)
         self.focus_indices([target], zoom_in=True)
 
     def viewportEvent(self, event: QEvent) -> bool:
@@ -234,6 +267,9 @@ class GraphView(QGraphicsView):
         i = s.node_at(p)
         if i is not None:
             return self.tooltip_for(s.nodes[i])  # type: ignore[misc]
+        g = s.group_at(p)
+        if g is not None and g in s.groups:
+            return self.tooltip_for(s.groups[g])  # type: ignore[misc]
         if not s.detail:
             return ""
         d = 4 / max(self.zoom, 0.01)

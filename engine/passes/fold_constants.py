@@ -25,6 +25,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..errors import PT2Error, PT2FormatError
 from ..ir import Attribute, Graph, Operand, Operator
 from ..ir.vocab import is_aten
 from ._rewrite import replace_chain
@@ -335,11 +336,24 @@ class _Folder:
             return c[0] if isinstance(c, tuple) else c.data
 
         args = Args(op, value_of)
+        name, target, shape = op.name, op.type, [int(d) for d in out.shape]
 
         def load() -> np.ndarray:
-            return np.array(np.asarray(fn(args)), dtype=dtype, order="C")
+            # runs when a writer or a later pass asks for the value: a node the file describes
+            # wrongly (an argument missing, a declared shape numpy disagrees with) is the
+            # file's fault, reported like any other unreadable part of it
+            try:
+                arr = np.array(np.asarray(fn(args)), dtype=dtype, order="C")
+            except PT2Error:
+                raise
+            except Exception as e:
+                reason = f"missing argument {e}" if isinstance(e, _NotConstant) else f"{type(e).__name__}: {e}"
+                raise PT2FormatError(name, f"{target}: cannot compute this constant ({reason})") from None
+            if list(arr.shape) != shape:
+                raise PT2FormatError(name, f"{target} computes shape {list(arr.shape)} but the graph declares {shape}")
+            return arr
 
-        return Attribute(loader=load, shape=[int(d) for d in out.shape], dtype=out.dtype)
+        return Attribute(loader=load, shape=shape, dtype=out.dtype)
 
     def _small_enough(self, op: Operator, attr: Attribute) -> bool:
         n = int(np.prod(attr.shape)) if attr.shape else 1

@@ -20,6 +20,12 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...]]] = {
     # the graph declares p_fc2_weight as [8, 4], the weights config stores [2, 8]: the lazy
     # weight loader raised IRError("attribute loader returned shape ...") while writing
     "weight_shape_disagrees_with_graph.pt2": ("refused: PT2FormatError", ("p_fc2_weight", "[2, 8]", "[8, 4]")),
+    # a relu of a constant whose input lost its argument name: the lazily folded constant
+    # raised fold_constants._NotConstant("self") while writing
+    "folded_constant_missing_argument.pt2": ("refused: PT2FormatError", ("relu", "missing argument self")),
+    # a permute of a weight declared [16, 0] in the graph (numpy computes [16, 10]): IRError
+    # ("attribute loader returned shape ...") while writing the pnnx model
+    "folded_constant_shape_disagrees.pt2": ("refused: PT2FormatError", ("permute", "[16, 10]", "[16, 0]")),
 }
 
 

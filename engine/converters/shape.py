@@ -407,8 +407,9 @@ def _slice_bounds(size: Dim, start: int, end: int, step: int) -> tuple[int, int]
         e = min(max(end + size if end < 0 else end, 0), size)
         if e <= s:
             raise Unsupported(f"unsupported: empty slice [{start}:{end}] of size {size}")
-        if step > 1:  # keep exactly the elements the strided slice reads
-            e = s + ((e - s - 1) // step) * step + 1
+        if step > 1:  # the strided pooling reads from s on: keep the end only if it drops a sample
+            count = (e - s - 1) // step + 1
+            e = size if (size - s - 1) // step + 1 == count else s + (count - 1) * step + 1
         return s, (-233 if e == size else e)
     if step != 1:
         raise Unsupported("unsupported: strided slice along a dynamic dim")

@@ -136,6 +136,21 @@ def test_slice_family(tmp_path, dialect, name):
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
+def test_slices_of_several_dims_are_one_crop(tmp_path, dialect):
+    checked = check_module(Fn(lambda x: x[:, 1:8, 2:, :-1]), [torch.randn(1, 9, 6, 7)], tmp_path, dialect=dialect)
+    assert [op.type for op in checked.result.ncnn.ops] == ["Input", "Crop"]
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_focus_slices(tmp_path, dialect):
+    """YOLOv5's Focus: four interleaved 2-strided slices concatenated on channels."""
+    def focus(x):
+        return torch.cat([x[..., ::2, ::2], x[..., 1::2, ::2], x[..., ::2, 1::2], x[..., 1::2, 1::2]], 1)
+
+    check_module(Fn(focus), [torch.randn(1, 3, 8, 10)], tmp_path, dialect=dialect, expect_types=["Concat"])
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
 @pytest.mark.parametrize("name", ["steps_3d", "steps_2d"])
 def test_strided_slice_lower_rank(tmp_path, dialect, name):
     fn = {"steps_3d": lambda x: x[:, 1::2, ::3], "steps_2d": lambda x: x.flatten(1)[:, 3::4]}[name]

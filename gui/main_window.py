@@ -5,7 +5,8 @@ Opening (:meth:`MainWindow.open_file`), converting (:meth:`MainWindow.convert`),
 :class:`~gui.workers.TaskRunner`; their results come back to the ``_on_*`` methods here, which
 hand them to the views. Every task failure goes to the :class:`~gui.errors.ErrorReporter`. A
 failed open keeps the previous model. Menus and shortcuts are built in :mod:`gui.actions`;
-selection linking lives in :mod:`gui.sync`.
+selection linking lives in :mod:`gui.sync`; the Verify action, its dock and the error colouring
+in :mod:`gui.verify_controller`.
 """
 from __future__ import annotations
 
@@ -32,9 +33,11 @@ from .panels.problems import ProblemsPanel
 from .panels.search import SearchHit, SearchPanel
 from .panels.signature import SignaturePanel
 from .panels.tensors import TensorRow, TensorsPanel
+from .panels.verify_panel import VerifyPanel
 from .panels.weights import WeightViewer, load_weight
 from .settings import Settings
 from .sync import ATEN, RIGHT, SelectionSync
+from .verify_controller import VerifyController
 from .workers import TaskRunner
 
 log = logging.getLogger(__name__)
@@ -128,6 +131,7 @@ class MainWindow(QMainWindow):
         self.search = SearchPanel()
         self.search.hitActivated.connect(self._on_search_hit)
         self.search.queryChanged.connect(self._on_search_query)
+        self.verify_panel = VerifyPanel()
         self.docks: dict[str, QDockWidget] = {}
         self._build_docks()
 
@@ -153,6 +157,7 @@ class MainWindow(QMainWindow):
         self.runner.taskStarted.connect(self._on_task_started)
 
         self.actions = build_actions(self)
+        self.verifier = VerifyController(self, self.verify_panel)
         self._update_enabled()
         self.resize(1480, 920)
         if restore_state:
@@ -176,7 +181,7 @@ class MainWindow(QMainWindow):
             (R, [("inspector", "Inspector", self.inspector), ("signature", "Signature", self.signature),
                  ("weights", "Weights", self.weights)]),
             (B, [("problems", "Problems", self.problems), ("passes", "Passes", self.passes),
-                 ("tensors", "Tensors", self.tensors)]),
+                 ("tensors", "Tensors", self.tensors), ("verify", "Verify", self.verify_panel)]),
             (L, [("search", "Search", self.search)]),
         ]
         for area, members in groups:  # each area: one tab group, the first tab in front
@@ -197,7 +202,8 @@ class MainWindow(QMainWindow):
         for d in list(self.docks.values()):
             d.deleteLater()
         self.docks.clear()
-        for w in (self.inspector, self.signature, self.problems, self.passes, self.tensors, self.weights, self.search):
+        for w in (self.inspector, self.signature, self.problems, self.passes, self.tensors, self.weights, self.search,
+                  self.verify_panel):
             w.setParent(None)
         self._build_docks()
         for d in self.docks.values():

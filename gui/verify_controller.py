@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence
 
 from engine.verify import MissingDependency
@@ -62,7 +62,8 @@ class VerifyController(QObject):
         panel.run_button.setDefaultAction(self.action)
         panel.layerActivated.connect(self.select_layer)
         panel.colouringChanged.connect(self.apply_colours)
-        panel.paletteChanged.connect(self.apply_colours)
+        # after the views took the new palette's theme (they get the same event, in any order)
+        panel.paletteChanged.connect(lambda: QTimer.singleShot(0, self.apply_colours))
         self.legends: dict[str, ErrorLegend] = {}
         for key, gp in ((ATEN, window.aten_panel), (RIGHT, window.right_panel)):
             legend = ErrorLegend(gp)
@@ -104,14 +105,21 @@ class VerifyController(QObject):
         doc = win.doc
         if doc is None:
             return None
-        converting = any(t.group == "convert" for t in win.runner.active)
-        if doc.conversion is None or converting:
+        running = next((t for t in win.runner.active if t.group == "convert"), None)
+        if doc.conversion is None or running is not None:
             self._after_convert = True
             self.panel.show_running("Converting first, then verifying…")
-            if not converting:
-                win.convert()
+            task = running or win.convert()
+            if task is not None:
+                task.failed.connect(self._on_convert_failed)
             return None
         return self._start(doc, doc.conversion)
+
+    def _on_convert_failed(self, _error: BaseException) -> None:
+        if self._after_convert:
+            self._after_convert = False
+            self.panel.show_message("The conversion failed, so there is nothing to verify (see the message).",
+                                    error=True)
 
     def _start(self, doc, conversion) -> Task:
         self._after_convert = False

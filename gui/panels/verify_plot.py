@@ -58,7 +58,10 @@ class ErrorPlot(QWidget):
         pi = self.plot.getPlotItem()
         pi.setLabel("bottom", "ncnn layer (topological order)")
         pi.setLabel("left", "max relative error")
-        pi.getAxis("left").setLogMode(True)
+        left = pi.getAxis("left")
+        left.setLogMode(True)
+        left.enableAutoSIPrefix(False)  # powers of ten say it all; a "(x0.001)" would mislead
+        pi.getAxis("bottom").enableAutoSIPrefix(False)
         pi.showGrid(x=False, y=True, alpha=0.18)
         self.line = pg.PlotDataItem()
         self.own = pg.ScatterPlotItem(size=6, symbol="d")

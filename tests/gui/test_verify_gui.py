@@ -102,6 +102,8 @@ def test_verify_a_correct_cnn_plots_every_layer_and_flags_nothing(window, cnn_pt
     panel = window.verify_panel
     plot = panel.plot
     assert len(plot.points.data) == len(layers)  # one point per layer
+    left = plot.plot.getAxis("left")
+    assert left.logMode and left.labelString().find("x0.") < 0  # log axis in plain powers of ten
     assert sorted(plot.points.data["x"]) == list(range(len(layers)))
     assert panel.model.rowCount() == len(layers)
     assert "within tolerance" in panel.summary.text()
@@ -206,7 +208,7 @@ def test_clicking_a_plot_point_selects_that_layer_and_hovering_describes_it(wind
     assert right.scene.selected_names() == [other.layer] and plot.selected == other.index
 
 
-def test_converting_again_drops_the_colours_and_own_error_recolours(window, broken):
+def test_converting_again_drops_the_colours_and_own_error_recolours(window, broken, qtbot):
     run = broken
     first = run.first_divergent
     right = window.right_panel
@@ -221,12 +223,34 @@ def test_converting_again_drops_the_colours_and_own_error_recolours(window, brok
     assert not window.verifier.legends["right"].isVisible()
     panel.colour.setChecked(True)
     assert right.scene.flagged_names == [first.layer]
+    window.set_scheme("dark")  # fills follow the theme: dark fills under light text
+    try:
+        qtbot.waitUntil(lambda: right.scene.theme.dark and right.scene.tints[first.layer] == scale.fill(
+            first.max_rel, right.scene.theme))
+        assert right.scene.tints[first.layer].lightness() < 128
+    finally:
+        window.set_scheme("system")
 
     window.convert()  # the same model converted again: the result no longer applies
     assert window.wait_settled()
     assert window.verifier.run is None and panel.model.rowCount() == 0
     assert window.right_panel.scene.tints == {} and window.aten_panel.scene.tints == {}
     assert "converted again" in panel.summary.text()
+
+
+def test_verify_waits_for_the_conversion_and_says_when_it_failed(window, cnn_pt2, tmp_path):
+    bad = tmp_path / "bad_plugin.py"
+    bad.write_text("this is not python\n")
+    window.settings.set("convert/auto", False)
+    window.settings.set("convert/plugins", str(bad))
+    open_model(window, cnn_pt2)
+    _verify_action(window).trigger()
+    assert window.wait_settled()
+    assert window.verifier.run is None and window.doc.conversion is None
+    assert any(title == "Conversion failed" for title, _m in window.reporter.history), window.reporter.history
+    assert "conversion failed" in window.verify_panel.summary.text()
+    assert not window.verifier._after_convert  # a later conversion does not start a verification
+    window.reporter.dismiss_all()
 
 
 def test_stop_cancels_a_verification(window, cnn_pt2):

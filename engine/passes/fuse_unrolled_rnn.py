@@ -1,0 +1,235 @@
+"""Put core ATen's unrolled LSTM / GRU / RNN layers back together (ATen level, before folding).
+
+``run_decompositions()`` replaces ``aten.lstm.input``, ``aten.gru.input``,
+``aten.rnn_tanh.input`` and ``aten.rnn_relu.input`` by one cell per time step, layer and
+direction (the pattern is described in :mod:`engine.passes._rnn_cells`). Converted op by op that
+is dozens of ncnn layers per time step, fixed to the exported sequence length, with 3-D
+``(1, B, H)`` intermediates in the batch-at-dim-1 layout ncnn cannot express. This pass finds
+the unrolled layers and replaces each recurrent module by the op it came from, so both dialects
+reach the ``recurrent`` converter and become one ncnn ``LSTM``/``GRU``/``RNN`` layer per torch
+layer.
+
+A module is recognised from its layer directions (:func:`engine.passes._rnn_cells.chain`):
+
+* directions reading the same input from the same state tensor form a layer: one forward, or a
+  forward and a reverse one whose outputs are ``cat(..., 2)``-ed;
+* layers chained output → input with the same state tensor(s) (row ``layer * D + direction``
+  each, all rows used) form the module;
+* ``permute(x, [1, 0, 2])`` before the first layer and after the last makes it ``batch_first``;
+* the final states ``squeeze(h'_last, [0])`` of every direction, ``cat``-ed along dim 0 (and
+  viewed to ``(L*D, B, H)``), are the ``h_n`` (``c_n``) outputs; unused ones were dropped by
+  export and stay absent.
+
+The replacement takes over the module's output values (names, shapes, provenance union); it is
+only made when nothing outside the module reads an intermediate value. Anything that does not
+match stays as it is (and is converted op by op, or reported).
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from ..ir import Graph, Operand, Operator, Provenance
+from . import _rnn_cells as cells
+from .manager import graph_pass
+
+log = logging.getLogger(__name__)
+
+_TARGETS = {"lstm": "aten.lstm.input", "gru": "aten.gru.input", "rnn_tanh": "aten.rnn_tanh.input",
+            "rnn_relu": "aten.rnn_relu.input"}
+
+
+@dataclass
+class _Layer:
+    chains: list[cells.Chain]  #: forward[, reverse]
+    out: Operand | None
+
+
+@dataclass
+class _Module:
+    layers: list[_Layer]
+    x: Operand
+    outputs: list[Operand | None]  #: output, h_n[, c_n]
+    batch_first: bool
+    ops: dict[Operator, None]
+
+    @property
+    def first(self) -> cells.Chain:
+        return self.layers[0].chains[0]
+
+
+def _layers(chains: list[cells.Chain]) -> list[_Layer]:
+    w = cells.Walk()
+    groups: dict[tuple[int, int], list[cells.Chain]] = {}
+    for c in chains:
+        groups.setdefault((id(c.inp), id(c.hx)), []).append(c)
+    layers = []
+    for group in groups.values():
+        fwd = [c for c in group if not c.reverse]
+        rev = [c for c in group if c.reverse]
+        if len(fwd) != 1 or len(rev) > 1:
+            continue
+        if not rev:
+            layers.append(_Layer(fwd, fwd[0].out))
+        elif (fwd[0].out is None) == (rev[0].out is None):
+            out = None if fwd[0].out is None else cells.cat_of(w, [fwd[0].out, rev[0].out], 2)
+            if fwd[0].out is None or out is not None:
+                layers.append(_Layer(fwd + rev, out))
+    return layers
+
+
+def _stacks(layers: list[_Layer]) -> list[list[Operand]]:
+    """The layers' rows in state order: ``[[h'_last...], [c'_last...]]``."""
+    chains = [c for layer in layers for c in layer.chains]
+    stacks = [[c.hs[-1] for c in chains]]
+    if chains[0].kind == "lstm":
+        stacks.append([c.cs[-1] for c in chains])
+    return stacks
+
+
+def _final_state(w: cells.Walk, rows: list[Operand], shape: list) -> Operand | None:
+    """``stack([squeeze(r, [0]) for r in rows])`` as core ATen spells it (cat + view), or None
+    when export dropped it; raises NoMatch for anything else reading the rows."""
+    squeezes = [[c for c in r.consumers if c.type in ("aten.squeeze.dims", "aten.squeeze.dim")] for r in rows]
+    if not any(squeezes):
+        return None
+    if any(len(s) != 1 for s in squeezes):
+        raise cells.NoMatch("final states are not all squeezed")
+    parts = [w.take(s[0]).outputs[0] for s in squeezes]
+    cat = cells.cat_of(w, parts, 0)
+    if cat is None:
+        raise cells.NoMatch("final states are not stacked")
+    if list(cat.shape) == list(shape):
+        return cat
+    return w.user(cat, *cells.VIEWS).outputs[0]
+
+
+def _batch_first(w: cells.Walk, x: Operand, out: Operand | None, module_ops) -> tuple[Operand, Operand | None, bool]:
+    """Absorb the transposes of a ``batch_first`` module: ``(x, out, batch_first)``."""
+    p = x.producer
+    if p is None or not _swaps_01(p) or any(c not in module_ops for c in x.consumers):
+        return x, out, False
+    if out is not None:
+        if len(out.consumers) != 1 or not _swaps_01(out.consumers[0]):
+            return x, out, False
+        out = w.take(out.consumers[0]).outputs[0]
+    w.take(p)
+    return p.inputs[0], out, True
+
+
+def _swaps_01(op: Operator) -> bool:
+    if op.type == "aten.permute.default":
+        return [int(d) for d in op.params.get("dims", ())] == [1, 0, 2]
+    return op.type == "aten.transpose.int" and {int(op.params.get("dim0", -1)), int(op.params.get("dim1", -1))} == {0, 1}
+
+
+def _next(layer: _Layer, layers: list[_Layer]) -> _Layer | None:
+    """The layer reading ``layer``'s output from the same state tensor."""
+    hx = layer.chains[0].hx
+    found = [n for n in layers if layer.out is not None and n.chains[0].inp is layer.out and n.chains[0].hx is hx]
+    return found[0] if len(found) == 1 else None
+
+
+def _module(start: _Layer, all_layers: list[_Layer]) -> _Module:
+    layers = [start]
+    while (nxt := _next(layers[-1], all_layers)) is not None:
+        layers.append(nxt)
+    first = start.chains[0]
+    dirs = len(start.chains)
+    for j, layer in enumerate(layers):
+        for d, c in enumerate(layer.chains):
+            if (c.kind, c.hx, c.cx, c.has_bias, len(layer.chains)) != (first.kind, first.hx, first.cx, first.has_bias, dirs) \
+                    or c.row != j * dirs + d:
+                raise cells.NoMatch(f"{c.inp.name}: layer {j} does not continue the module")
+    if first.hx.shape is None or first.hx.shape[0] != len(layers) * dirs:
+        raise cells.NoMatch(f"{first.hx.name} has rows for more layers than found")
+    w = cells.Walk()
+    for layer in layers:
+        for c in layer.chains:
+            w.ops.update(c.ops)
+    for layer in layers:
+        if layer.out is not None and layer.out.producer is not None and len(layer.chains) == 2:
+            w.take(layer.out.producer)
+    x, out, batch_first = _batch_first(w, first.inp, layers[-1].out, w.ops)
+    batch = first.hx.shape[1]
+    states = [_final_state(w, rows, [len(layers) * dirs, batch, rows[0].shape[-1]]) for rows in _stacks(layers)]
+    return _Module(layers, x, [out, *states], batch_first, w.ops)
+
+
+def _check_closed(m: _Module) -> None:
+    outputs = {id(o) for o in m.outputs if o is not None}
+    for op in m.ops:
+        for o in op.outputs:
+            if id(o) not in outputs and any(c not in m.ops for c in o.consumers):
+                raise cells.NoMatch(f"{o.name} is used outside the recurrent layer")
+
+
+def _output_shapes(m: _Module) -> list[list]:
+    first = m.first
+    dirs, layers = len(m.layers[0].chains), len(m.layers)
+    t, b = first.inp.shape[0], first.inp.shape[1]
+    width = first.hs[0].shape[-1]
+    seq = [b, t, dirs * width] if m.batch_first else [t, b, dirs * width]
+    shapes = [seq, [layers * dirs, b, width]]
+    if first.kind == "lstm":
+        shapes.append([layers * dirs, b, first.cs[0].shape[-1]])
+    return shapes
+
+
+def _replace(graph: Graph, m: _Module) -> Operator:
+    first = m.first
+    target = _TARGETS[first.kind]
+    states = [first.hx] + ([first.cx] if first.cx is not None else [])
+    state_names = ["hx.0", "hx.1"] if first.cx is not None else ["hx"]
+    weights = [wt for layer in m.layers for c in layer.chains for wt in c.weights]
+    order = {id(op): i for i, op in enumerate(graph.ops)}
+    anchor = min(m.ops, key=lambda op: order[id(op)])
+    name = graph.unique_op_name(first.kind)
+    fresh = []
+    for k, (old, shape) in enumerate(zip(m.outputs, _output_shapes(m))):
+        o = graph.new_operand(f"{name}_out{k}", dtype=first.hs[0].dtype, shape=shape if old is None else old.shape)
+        if old is not None:
+            o.meta = dict(old.meta)
+            graph.replace_all_uses(old, o)
+        fresh.append(o)
+    params = {"has_biases": first.has_bias, "num_layers": len(m.layers), "dropout": 0.0, "train": False,
+              "bidirectional": len(m.layers[0].chains) == 2, "batch_first": m.batch_first}
+    new = graph.add_op(target, name, [m.x, *states, *weights], fresh, params=params,
+                       input_names=["input", *state_names, *(f"params.{i}" for i in range(len(weights)))],
+                       provenance=Provenance.merge(op.provenance for op in m.ops), before=anchor)
+    last = max(m.ops, key=lambda op: order[id(op)])
+    new.meta.update({k: last.meta[k] for k in ("source", "module_stack") if k in last.meta})
+    new.meta.update(target=target, fused_from="unrolled")
+    for op in sorted(m.ops, key=lambda op: -order[id(op)]):
+        for o in op.outputs:
+            o.consumers.clear()  # only absorbed ops (checked) or the replaced outputs read them
+        graph.remove_op(op)
+    for old, o in zip(m.outputs, fresh):
+        if old is not None:
+            graph.rename_operand(o, old.name)
+    graph.toposort()
+    return new
+
+
+@graph_pass("fuse_unrolled_rnn", "put core ATen's unrolled LSTM/GRU/RNN time steps back into one recurrent op")
+def run(graph, cx):
+    chains = []
+    for op in list(graph.ops):
+        if op.type in ("aten.addmm.default", "aten.mm.default"):
+            try:
+                chains.append(cells.chain(op))
+            except cells.NoMatch as e:
+                log.debug("no recurrent layer at %s: %s", op.name, e)
+    if not chains:
+        return
+    layers = _layers(chains)
+    continued = {id(n) for layer in layers if (n := _next(layer, layers)) is not None}
+    for start in [layer for layer in layers if id(layer) not in continued]:
+        try:
+            module = _module(start, layers)
+            _check_closed(module)
+        except cells.NoMatch as e:
+            log.debug("recurrent layers at %s not fused: %s", start.chains[0].inp.name, e)
+            continue
+        new = _replace(graph, module)
+        log.debug("fused %d unrolled %s layer(s) into %s", len(module.layers), module.first.kind, new.name)

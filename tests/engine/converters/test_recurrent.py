@@ -1,0 +1,220 @@
+"""LSTM / GRU / RNN end to end (both dialects; core ATen's unrolled cells are fused back by the
+fuse_unrolled_rnn pass): uni/bidirectional, 1-2 layers, batch_first or sequence-first, LSTM
+proj_size, bias=False, initial states as inputs or zeros, returning the sequence and/or the
+final states; fp16 weights; a dynamic sequence length; refusals.
+
+Sequence-first tensors ``(T, 1, F)`` and states ``(L*D, 1, H)`` have their batch axis at dim 1:
+ncnn holds them as unbatched blobs (same values, same order), so these tests compare values
+in order rather than through the harness's drop-dim-0 rule.
+"""
+import numpy as np
+import pytest
+import torch
+from torch import nn
+from torch.utils._pytree import tree_leaves
+
+from engine.convert import ConvertOptions, convert
+from engine.diagnostics import format_table
+from tests.harness import DIALECTS, TOL, export_pt2, rel_error, run_ncnn
+
+T, FEATURES, HIDDEN = 5, 4, 6
+KINDS = {"lstm": nn.LSTM, "gru": nn.GRU, "rnn_tanh": nn.RNN, "rnn_relu": nn.RNN}
+NCNN_TYPE = {"lstm": "LSTM", "gru": "GRU", "rnn_tanh": "RNN", "rnn_relu": "ReLU"}
+
+
+class Recurrent(nn.Module):
+    """``rnn(x[, states])``; returns ``"all"`` (output and states), ``"output"`` or ``"states"``."""
+
+    def __init__(self, rnn, returns="all"):
+        super().__init__()
+        self.rnn, self.returns = rnn, returns
+
+    def forward(self, x, *states):
+        if states:
+            out, hn = self.rnn(x, tuple(states) if isinstance(self.rnn, nn.LSTM) else states[0])
+        else:
+            out, hn = self.rnn(x)
+        return {"all": (out, hn), "output": out, "states": hn}[self.returns]
+
+
+def make(kind, **kw):
+    torch.manual_seed(0)
+    if kind.startswith("rnn"):
+        kw["nonlinearity"] = kind[4:]
+    return KINDS[kind](FEATURES, HIDDEN, **kw)
+
+
+def sequence(batch_first, steps=T):
+    return torch.randn(1, steps, FEATURES) if batch_first else torch.randn(steps, 1, FEATURES)
+
+
+def check_rnn(module, inputs, tmp_path, *, dialect, fp16=False, feed=None, run_inputs=None):
+    """Export, convert, run in ncnn and compare every output value in order. ``feed``: the
+    arrays given to ncnn (default: batch_first-style inputs without dim 0, others as they are);
+    ``run_inputs``: other inputs to run both on (dynamic shapes)."""
+    module = module.eval()
+    pt2 = export_pt2(module, inputs, tmp_path / f"rnn_{dialect}.pt2", dialect=dialect,
+                     dynamic_shapes=getattr(module, "dynamic_shapes", None))
+    result = convert(str(pt2), ConvertOptions(fp16=fp16, lint=True))
+    assert result.ok, "conversion incomplete:\n" + format_table(result.errors)
+    param, bin_ = tmp_path / f"rnn_{dialect}.param", tmp_path / f"rnn_{dialect}.bin"
+    result.write(param, bin_)
+    run_in = list(run_inputs or inputs)
+    with torch.no_grad():
+        want = [t.numpy() for t in tree_leaves(module(*run_in))]
+    arrays = feed if feed is not None else [x.numpy()[0] if x.shape[0] == 1 else x.numpy() for x in run_in]
+    got = run_ncnn(param, bin_, arrays, len(want))
+    for k, (g, w) in enumerate(zip(got, want)):
+        assert g.size == w.size, f"out{k}: ncnn {g.shape}, torch {w.shape}"
+        err = rel_error(g.reshape(w.shape), w)
+        assert err <= TOL[fp16], f"out{k}: relative error {err:.3g} ({dialect}, fp16={fp16})\n{result.ncnn.to_text()}"
+    return result
+
+
+def layer_types(result):
+    return [op.type for op in result.ncnn.ops]
+
+
+# ---------------------------------------------------------------------------- configurations
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("kind", list(KINDS))
+@pytest.mark.parametrize("layers,bidirectional", [(1, False), (1, True), (2, False), (2, True)],
+                         ids=["1x1", "1x2", "2x1", "2x2"])
+@pytest.mark.parametrize("batch_first", [False, True], ids=["seqfirst", "batchfirst"])
+def test_recurrent(tmp_path, dialect, kind, layers, bidirectional, batch_first):
+    rnn = make(kind, num_layers=layers, bidirectional=bidirectional, batch_first=batch_first)
+    r = check_rnn(Recurrent(rnn), [sequence(batch_first)], tmp_path, dialect=dialect)
+    types = layer_types(r)
+    if kind == "rnn_relu":  # ncnn's RNN is tanh only: unrolled, one ReLU per step
+        assert types.count("ReLU") == layers * (2 if bidirectional else 1) * T and "RNN" not in types
+    else:
+        assert types.count(NCNN_TYPE[kind]) == layers
+    assert r.pnnx.ops_of_type(f"nn.{KINDS[kind].__name__}"), "both dialects reach the same pnnx op"
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("layers,bidirectional", [(1, False), (2, True)], ids=["1x1", "2x2"])
+@pytest.mark.parametrize("batch_first", [False, True], ids=["seqfirst", "batchfirst"])
+def test_lstm_projection(tmp_path, dialect, layers, bidirectional, batch_first):
+    rnn = make("lstm", num_layers=layers, bidirectional=bidirectional, batch_first=batch_first, proj_size=3)
+    r = check_rnn(Recurrent(rnn), [sequence(batch_first)], tmp_path, dialect=dialect)
+    lstm = r.ncnn.ops_of_type("LSTM")
+    assert len(lstm) == layers and "weight_hr_data" in lstm[0].attrs
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_without_bias(tmp_path, dialect, kind):
+    rnn = make(kind, num_layers=2, bidirectional=True, bias=False)
+    check_rnn(Recurrent(rnn), [sequence(False)], tmp_path, dialect=dialect)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("kind", list(KINDS))
+@pytest.mark.parametrize("layers,bidirectional", [(1, False), (2, True)], ids=["1x1", "2x2"])
+def test_initial_states_as_inputs(tmp_path, dialect, kind, layers, bidirectional):
+    rnn = make(kind, num_layers=layers, bidirectional=bidirectional, batch_first=True)
+    rows = layers * (2 if bidirectional else 1)
+    states = [torch.randn(rows, 1, HIDDEN) for _ in range(2 if kind == "lstm" else 1)]
+    x = sequence(True)
+    r = check_rnn(Recurrent(rnn), [x, *states], tmp_path, dialect=dialect,
+                  feed=[x.numpy()[0], *(s.numpy() for s in states)])
+    assert len(r.ncnn.ops_of_type("Input")) == 1 + len(states)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_lstm_projection_with_states(tmp_path, dialect):
+    rnn = make("lstm", num_layers=2, bidirectional=True, proj_size=3)
+    states = [torch.randn(4, 1, 3), torch.randn(4, 1, HIDDEN)]
+    check_rnn(Recurrent(rnn), [sequence(False), *states], tmp_path, dialect=dialect)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("kind", ["lstm", "gru"])
+@pytest.mark.parametrize("returns", ["output", "states"])
+def test_returned_values(tmp_path, dialect, kind, returns):
+    rnn = make(kind, num_layers=2, bidirectional=True)
+    r = check_rnn(Recurrent(rnn, returns), [sequence(False)], tmp_path, dialect=dialect)
+    tops = {len(op.outputs) for op in r.ncnn.ops_of_type(NCNN_TYPE[kind])}
+    assert tops == ({1} if returns == "output" else {3 if kind == "lstm" else 2})  # unused states not computed
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_sequence_first_input_fed_2d(tmp_path, dialect):
+    """A user may feed the (T, F) sequence ncnn's layers read instead of (T, 1, F)."""
+    x = sequence(False)
+    check_rnn(Recurrent(make("gru"), "output"), [x], tmp_path, dialect=dialect, feed=[x.numpy()[:, 0]])
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("kind", ["lstm", "gru", "rnn_tanh"])
+def test_fp16_weights(tmp_path, dialect, kind):
+    rnn = make(kind, num_layers=2, bidirectional=True, batch_first=True)
+    check_rnn(Recurrent(rnn), [sequence(True)], tmp_path, dialect=dialect, fp16=True)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("kind", ["lstm", "gru", "rnn_tanh"])
+@pytest.mark.parametrize("batch_first", [False, True], ids=["seqfirst", "batchfirst"])
+def test_runs_at_other_lengths(tmp_path, dialect, kind, batch_first):
+    """torch.export specializes the sequence length of nn.LSTM/GRU/RNN (its fake-tensor run
+    loops over time), but the converted ncnn layers and reshapes leave it free: a model
+    exported at T=6 runs at T=11 and matches PyTorch there."""
+    model = Recurrent(make(kind, num_layers=2, bidirectional=True, batch_first=batch_first))
+    check_rnn(model, [sequence(batch_first, 6)], tmp_path, dialect=dialect, run_inputs=[sequence(batch_first, 11)])
+
+
+def test_dynamic_length_is_specialized_by_export():
+    """Why the test above exports at a fixed length (revisit when torch keeps T symbolic)."""
+    model = Recurrent(make("gru", batch_first=True), "output").eval()
+    with pytest.raises(Exception, match="specialized"):
+        torch.export.export(model, (sequence(True, 6),), dynamic_shapes=({1: torch.export.Dim("steps", min=2)},))
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_two_modules_stay_two(tmp_path, dialect):
+    """Two stacked single-layer LSTMs (separate zero states) are not merged into one 2-layer op."""
+
+    class Two(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = make("lstm", batch_first=True), nn.LSTM(HIDDEN, 3, batch_first=True)
+
+        def forward(self, x):
+            y, _ = self.a(x)
+            return self.b(y)[0]
+
+    r = check_rnn(Two(), [sequence(True)], tmp_path, dialect=dialect)
+    assert [op.params["num_layers"] for op in r.pnnx.ops_of_type("nn.LSTM")] == [1, 1]
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_core_unrolled_cells_are_fused(tmp_path, dialect):
+    r = check_rnn(Recurrent(make("lstm", num_layers=2, bidirectional=True)), [sequence(False)], tmp_path,
+                  dialect=dialect)
+    unrolled = len(r.aten.ops_of_type("aten.sigmoid.default"))
+    assert unrolled == (0 if dialect == "training" else 2 * 2 * 3 * T)  # 3 sigmoid gates per step
+    assert len(r.pnnx.ops_of_type("nn.LSTM")) == 1
+    assert not r.ncnn.ops_of_type("Sigmoid", "TanH", "Gemm", "InnerProduct")
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_batch_of_two_is_refused(tmp_path, dialect):
+    pt2 = export_pt2(Recurrent(make("gru"), "output").eval(), [torch.randn(T, 2, FEATURES)],
+                     tmp_path / "b2.pt2", dialect=dialect)
+    result = convert(str(pt2), ConvertOptions(lint=True))
+    assert not result.ok
+    assert any("batch size 2" in d.reason for d in result.errors), format_table(result.errors)
+
+
+def test_gate_order_and_bias_layout(tmp_path):
+    """ncnn's LSTM gates are IFOG (torch: IFGO); GRU's bias has 4 rows (b_in, b_hn apart)."""
+    lstm, gru = make("lstm"), make("gru")
+    r = check_rnn(Recurrent(lstm, "output"), [sequence(False)], tmp_path, dialect="training")
+    w = np.asarray(r.ncnn.ops_of_type("LSTM")[0].attrs["weight_xc_data"].data).reshape(4, HIDDEN, FEATURES)
+    i, f, g, o = lstm.weight_ih_l0.detach().numpy().reshape(4, HIDDEN, FEATURES)
+    assert np.array_equal(w, np.stack([i, f, o, g]))
+    r = check_rnn(Recurrent(gru, "output"), [sequence(False)], tmp_path, dialect="training")
+    b = np.asarray(r.ncnn.ops_of_type("GRU")[0].attrs["bias_c_data"].data).reshape(4, HIDDEN)
+    b_ih, b_hh = (t.detach().numpy().reshape(3, HIDDEN) for t in (gru.bias_ih_l0, gru.bias_hh_l0))
+    assert np.allclose(b, [b_ih[0] + b_hh[0], b_ih[1] + b_hh[1], b_ih[2], b_hh[2]])

@@ -60,9 +60,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    if args.screenshot and not os.environ.get("QT_QPA_PLATFORM") and not (
-            os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+    headless = sys.platform.startswith("linux") and not os.environ.get("QT_QPA_PLATFORM") and not (
+        os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+    if headless:
+        # no screen to show a window on (an SSH session, a CI box): render instead of aborting
         os.environ["QT_QPA_PLATFORM"] = "offscreen"
+        if not args.screenshot:
+            args.screenshot = "pt2ncnn-studio.png"
+            print("pt2ncnn-studio: no display found (DISPLAY/WAYLAND_DISPLAY unset); rendering the window to "
+                  f"{args.screenshot} instead. Run it on a desktop to use it interactively.", file=sys.stderr)
 
     from PySide6.QtWidgets import QApplication
 

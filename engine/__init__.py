@@ -1,17 +1,44 @@
 """pt2ncnn engine: read PyTorch ExportedProgram packages (``.pt2``) without torch and convert
 them to ncnn.
 
-Public reader API::
+Public API::
 
     import engine
     with engine.load("model.pt2") as pkg:      # engine.Package
         ep = pkg.model                          # engine.ExportedProgram
         ep.signature.user_inputs, ep.nodes, ep.tensor("conv.weight")
 
+    result = engine.convert("model.pt2", engine.ConvertOptions(fp16=True))
+    result.ok, result.diagnostics, result.records          # problems, pass snapshots/diffs
+    result.write_all("out/", "model")                      # .ncnn.param/.bin + .pnnx.param/.bin
+
+    report = engine.verify("model.pt2")                    # needs torch + ncnn (the verify extra)
+
 Every problem with an input file raises :class:`engine.PT2FormatError` (a :class:`PT2Error`).
+The conversion and verification parts are imported on first use, so ``import engine`` stays
+cheap for inspection.
 """
 from engine.errors import PT2Error, PT2FormatError
 from engine.reader.archive import MemberInfo
 from engine.reader.package import ExportedProgram, Package, load
 
-__all__ = ["load", "Package", "ExportedProgram", "MemberInfo", "PT2Error", "PT2FormatError"]
+_LAZY = {
+    "convert": ("engine.convert", "convert"),
+    "ConvertOptions": ("engine.convert", "ConvertOptions"),
+    "ConversionResult": ("engine.convert", "ConversionResult"),
+    "verify": ("engine.verify", "verify"),
+    "VerifyOptions": ("engine.verify", "VerifyOptions"),
+    "build_graph": ("engine.build", "build_graph"),
+}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        return getattr(importlib.import_module(module), attr)
+    raise AttributeError(f"module 'engine' has no attribute {name!r}")
+
+
+__all__ = ["load", "Package", "ExportedProgram", "MemberInfo", "PT2Error", "PT2FormatError", *_LAZY]

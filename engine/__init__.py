@@ -8,11 +8,13 @@ Public API::
         ep = pkg.model                          # engine.ExportedProgram
         ep.signature.user_inputs, ep.nodes, ep.tensor("conv.weight")
 
-    result = engine.convert("model.pt2", engine.ConvertOptions(fp16=True))
+    from engine.convert import convert, ConvertOptions
+    result = convert("model.pt2", ConvertOptions(fp16=True))
     result.ok, result.diagnostics, result.records          # problems, pass snapshots/diffs
     result.write_all("out/", "model")                      # .ncnn.param/.bin + .pnnx.param/.bin
 
-    report = engine.verify("model.pt2")                    # needs torch + ncnn (the verify extra)
+    from engine.verify import verify                       # needs torch + ncnn (the verify extra)
+    report = verify("model.pt2")
 
 Every problem with an input file raises :class:`engine.PT2FormatError` (a :class:`PT2Error`).
 The conversion and verification parts are imported on first use, so ``import engine`` stays
@@ -22,11 +24,11 @@ from engine.errors import PT2Error, PT2FormatError
 from engine.reader.archive import MemberInfo
 from engine.reader.package import ExportedProgram, Package, load
 
+#: names re-exported from subpackages on first use (``engine.convert`` and ``engine.verify``
+#: are the subpackages themselves: ``from engine.convert import convert``)
 _LAZY = {
-    "convert": ("engine.convert", "convert"),
     "ConvertOptions": ("engine.convert", "ConvertOptions"),
     "ConversionResult": ("engine.convert", "ConversionResult"),
-    "verify": ("engine.verify", "verify"),
     "VerifyOptions": ("engine.verify", "VerifyOptions"),
     "build_graph": ("engine.build", "build_graph"),
 }

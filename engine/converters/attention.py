@@ -1,0 +1,159 @@
+"""Scaled dot-product attention.
+
+ATen → pnnx: ``aten.scaled_dot_product_attention.default`` and
+``aten._scaled_dot_product_flash_attention_for_cpu.default`` (multi-output: only the attention
+output may be used) → ``F.scaled_dot_product_attention`` (inputs ``query, key, value`` and
+``attn_mask`` when there is one; params ``dropout_p, is_causal, scale, enable_gqa``). Core ATen's
+math decomposition is put back together by the ``recompose_attention`` pass first.
+
+* ``is_causal`` becomes a constant ``(L, S)`` additive mask (0 on and below the diagonal,
+  ``-inf`` above; PyTorch's top-left alignment), added to nothing else (PyTorch refuses both);
+* a constant boolean mask becomes the additive ``0``/``-inf`` mask; a boolean mask computed in
+  the graph is refused (ncnn has no boolean tensors); a float mask is used as given;
+* ``dropout_p`` must be 0 (PyTorch applies it even in eval mode).
+
+pnnx → ncnn: ``SDPA`` (``sdpa.cpp``): q ``(heads, L, E)``, k ``(groups, S, E)``, v
+``(groups, S, Ev)``, ``heads % groups == 0`` (grouped-query attention as ``enable_gqa``), mask
+``(L, S)`` or ``(1|heads, L, S)``; ``scale`` 0 means ``1/sqrt(E)`` (PyTorch's default). A mask
+that broadcasts along L (a key padding mask ``(N, 1, 1, S)``) is expanded by adding a zero
+``(…, L, S)`` constant; q/k/v of two batch-less dims (a single head) are viewed as one head.
+"""
+from __future__ import annotations
+
+import logging
+import math
+from numbers import Number
+
+import numpy as np
+
+from ..convert.registry import aten_converter, ncnn_rule
+from ..convert.shapes import ncnn_shape
+from ..ir import Operand
+from ..ncnn.enums import BinaryOpType
+from ._broadcast import Value, align_operands, memorydata_params, result_value
+from ._weights import derived
+from .shape import intermediate, reshape_to
+
+log = logging.getLogger(__name__)
+
+SDPA_OPS = ("aten.scaled_dot_product_attention.default", "aten._scaled_dot_product_flash_attention_for_cpu.default")
+
+
+def causal_mask(rows: int, cols: int) -> np.ndarray:
+    """PyTorch's ``is_causal`` mask as an additive float mask (top-left aligned)."""
+    keep = np.tril(np.ones((rows, cols), dtype=bool))
+    return np.where(keep, np.float32(0.0), np.float32(-np.inf)).astype(np.float32)
+
+
+# ---------------------------------------------------------------------------- ATen → pnnx
+def _base(op) -> str:
+    """The op's own name while a rule lowers it (for naming what the rule emits)."""
+    return op.meta.get("lowering_name", op.name)
+
+
+def _mask_operand(ctx, op, q: Operand, k: Operand) -> Operand | None:
+    mask = op.named_input("attn_mask")
+    causal = bool(op.params.get("is_causal"))
+    if causal:
+        if mask is not None:
+            ctx.unsupported("is_causal together with attn_mask")
+        rows, cols = q.shape[-2], k.shape[-2]
+        if not isinstance(rows, int) or not isinstance(cols, int):
+            ctx.unsupported("is_causal with a dynamic sequence length")
+        return ctx.constant(causal_mask(rows, cols), name=f"{_base(op)}_causal")
+    if mask is None:
+        return None
+    if mask.dtype == "bool":
+        attr = ctx.attribute(mask)
+        if attr is None:
+            ctx.unsupported(f"boolean attn_mask {mask.name} computed in the graph (ncnn has no boolean tensors; "
+                            "pass an additive float mask)")
+        return ctx.constant(np.where(np.asarray(attr.data, bool), np.float32(0.0), np.float32(-np.inf)),
+                            name=f"{_base(op)}_mask")
+    return mask
+
+
+@aten_converter(*SDPA_OPS)
+def scaled_dot_product_attention(ctx, op):
+    q, k, v = op.inputs[:3]
+    for t in (q, k, v):
+        if t.shape is None or len(t.shape) < 2:
+            ctx.unsupported(f"attention operand {t.name} of shape {t.shape}")
+    dropout = op.params.get("dropout_p", 0.0)
+    if not isinstance(dropout, Number) or dropout != 0:
+        ctx.unsupported(f"dropout_p={dropout!r} (PyTorch applies attention dropout even in eval mode)")
+    scale = op.params.get("scale")
+    if scale is not None and not isinstance(scale, Number):
+        ctx.unsupported(f"scale={scale!r} is not a constant number")
+    mask = _mask_operand(ctx, op, q, k)
+    inputs = [q, k, v] + ([mask] if mask is not None else [])
+    out = ctx.emit("F.scaled_dot_product_attention", inputs,
+                   input_names=["query", "key", "value", "attn_mask"][:len(inputs)],
+                   params={"dropout_p": 0.0, "is_causal": False, "scale": None if scale is None else float(scale),
+                           "enable_gqa": bool(op.params.get("enable_gqa", False))})
+    return [out] + [None] * (len(op.outputs) - 1)
+
+
+# ---------------------------------------------------------------------------- pnnx → ncnn
+def _check_sdpa(op, ctx):
+    q, k, v = op.inputs[:3]
+    shapes = [ncnn_shape(t) for t in (q, k, v)]
+    if any(s is None or len(s) not in (2, 3) for s in shapes):
+        return ("unsupported: scaled_dot_product_attention needs (heads, L, E) q/k/v without the batch axis; got "
+                + ", ".join(f"{t.name}{t.shape}" for t in (q, k, v)))
+    if len({len(s) for s in shapes}) != 1:
+        return "unsupported: q, k and v of different ranks"
+    if len(shapes[0]) == 3:
+        hq, hk, hv = shapes[0][0], shapes[1][0], shapes[2][0]
+        if not all(isinstance(h, int) for h in (hq, hk, hv)) or hk != hv or hq % hk:
+            return f"unsupported: {hq} query heads over {hk} key / {hv} value heads"
+    return None
+
+
+def _as_heads(ctx, t: Operand) -> Operand:
+    """``t`` with a leading heads axis (a single head when it has none)."""
+    shape = ncnn_shape(t)
+    return t if len(shape) == 3 else reshape_to(ctx, t, [1] + shape)
+
+
+def _mask_input(ctx, op, mask: Operand, heads, rows, cols) -> Operand:
+    """``mask`` as ncnn's SDPA reads it: ``(L, S)`` or ``(1|heads, L, S)``, every row present."""
+    shape = ncnn_shape(mask)
+    if len(shape) == 3 and shape[0] in (1, heads) and shape[1:] == [rows, cols]:
+        return mask
+    if shape == [rows, cols]:
+        return mask
+    if len(shape) > 3 or not all(isinstance(d, int) for d in [rows, cols]):
+        ctx.unsupported(f"attn_mask {mask.name} {mask.shape} does not broadcast to ({heads}, {rows}, {cols})")
+    lead = shape[0] if len(shape) == 3 and shape[0] in (1, heads) else 1
+    full = [lead, rows, cols]
+    zeros = derived(lambda: np.zeros(full, np.float32), full)
+    z = ctx.layer("MemoryData", [], weights={"data": zeros}, name=f"{_base(op)}_maskrows", **memorydata_params(full))
+    zv = result_value(z, full, False, "f32")
+    pm, pz, out_shape, batched = align_operands(ctx, Value.of(mask), zv, f"attention mask {mask.name}")
+    added = ctx.layer("BinaryOp", [pm, pz], op_type=BinaryOpType.ADD)
+    return intermediate(added, out_shape[1:] if batched else out_shape)
+
+
+@ncnn_rule("F.scaled_dot_product_attention", validator=_check_sdpa)
+def sdpa_layer(ctx, op):
+    q, k, v = (_as_heads(ctx, t) for t in op.inputs[:3])
+    heads, rows, _ = ncnn_shape(q)
+    cols = ncnn_shape(k)[1]
+    inputs = [q, k, v]
+    if len(op.inputs) > 3:
+        inputs.append(_mask_input(ctx, op, op.inputs[3], heads, rows, cols))
+    scale = op.params.get("scale")
+    y = ctx.layer("SDPA", inputs, attn_mask=int(len(inputs) > 3), scale=float(scale) if scale is not None else None)
+    out_shape = ncnn_shape(op.outputs[0])
+    if out_shape == ncnn_shape(q):
+        return y
+    ev = ncnn_shape(v)[2]
+    return reshape_to(ctx, intermediate(y, [heads, rows, ev]), out_shape, final=True)
+
+
+def sdpa_scale(op) -> float:
+    """The scale an ``F.scaled_dot_product_attention`` op applies (PyTorch's default resolved)."""
+    s = op.params.get("scale")
+    return float(s) if s is not None else 1.0 / math.sqrt(float(op.inputs[0].shape[-1]))
+

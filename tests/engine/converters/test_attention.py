@@ -1,0 +1,93 @@
+"""scaled_dot_product_attention end to end (both dialects; core ATen's math decomposition is
+recomposed): one ncnn SDPA layer, with additive / boolean-constant / padding / per-head masks,
+is_causal, explicit scale, grouped-query heads and single-head (3-D) inputs."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+from tests.engine.converters.modules import Fn
+from tests.harness import DIALECTS, check_module
+
+
+def _types(checked):
+    return [op.type for op in checked.result.ncnn.ops]
+
+
+def _qkv(heads=2, lq=5, lk=7, e=8, ev=8, kv_heads=None):
+    kv = kv_heads or heads
+    return [torch.randn(1, heads, lq, e), torch.randn(1, kv, lk, e), torch.randn(1, kv, lk, ev)]
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("kwargs", [{}, {"scale": 0.3}], ids=["default_scale", "scale"])
+def test_sdpa(tmp_path, dialect, kwargs):
+    c = check_module(Fn(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, **kwargs)), _qkv(), tmp_path,
+                     dialect=dialect)
+    assert _types(c) == ["Input", "Input", "Input", "SDPA"]
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_sdpa_value_dim(tmp_path, dialect):
+    c = check_module(Fn(lambda q, k, v: F.scaled_dot_product_attention(q, k, v)), _qkv(ev=6), tmp_path,
+                     dialect=dialect)
+    assert "SDPA" in _types(c)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_sdpa_causal(tmp_path, dialect):
+    c = check_module(Fn(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True)),
+                     _qkv(lq=6, lk=6), tmp_path, dialect=dialect)
+    assert _types(c).count("SDPA") == 1 and "MemoryData" in _types(c)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("mask_shape", [(1, 1, 5, 7), (1, 2, 5, 7), (1, 1, 1, 7)],
+                         ids=["shared", "per_head", "padding"])
+def test_sdpa_float_mask_input(tmp_path, dialect, mask_shape):
+    mask = torch.randn(mask_shape)
+    c = check_module(Fn(lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m)),
+                     _qkv() + [mask], tmp_path, dialect=dialect)
+    assert _types(c).count("SDPA") == 1
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("mask_shape", [(5, 7), (1, 7)], ids=["2d", "row"])
+def test_sdpa_constant_float_mask(tmp_path, dialect, mask_shape):
+    mask = torch.randn(mask_shape)
+    check_module(Fn(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=mask)), _qkv(), tmp_path,
+                 dialect=dialect, expect_types=["SDPA"])
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_sdpa_constant_bool_mask(tmp_path, dialect):
+    keep = torch.rand(5, 7) > 0.3
+    keep[:, 0] = True  # no row fully masked
+    check_module(Fn(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=keep)), _qkv(), tmp_path,
+                 dialect=dialect, expect_types=["SDPA"])
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_sdpa_gqa(tmp_path, dialect):
+    if dialect == "core":
+        pytest.xfail("core ATen spells enable_gqa as aten.repeat_interleave.self_int / index_select on k and v")
+    check_module(Fn(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, enable_gqa=True)),
+                 _qkv(heads=4, kv_heads=2), tmp_path, dialect=dialect, expect_types=["SDPA"])
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_sdpa_single_head(tmp_path, dialect):
+    """(1, L, E) q/k/v: 2-D blobs in ncnn, viewed as one head."""
+    check_module(Fn(lambda q, k, v: F.scaled_dot_product_attention(q, k, v)),
+                 [torch.randn(1, 5, 8), torch.randn(1, 7, 8), torch.randn(1, 7, 8)], tmp_path, dialect=dialect,
+                 expect_types=["SDPA"])
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_sdpa_computed_bool_mask_refused(tmp_path, dialect):
+    from engine.convert import ConvertOptions, convert
+    from tests.harness import export_pt2
+
+    pt2 = export_pt2(Fn(lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m > 0)),
+                     _qkv() + [torch.randn(1, 1, 5, 7)], tmp_path / "m.pt2", dialect=dialect)
+    result = convert(str(pt2), ConvertOptions())
+    assert not result.ok

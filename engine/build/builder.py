@@ -105,6 +105,10 @@ _ATTRIBUTE_KINDS = {InputKind.PARAMETER: "parameter", InputKind.BUFFER: "buffer"
 _USER_OUTPUTS = (OutputKind.USER_OUTPUT, OutputKind.LOSS_OUTPUT)
 _MUTATION_OUTPUTS = (OutputKind.BUFFER_MUTATION, OutputKind.PARAMETER_MUTATION, OutputKind.USER_INPUT_MUTATION)
 _HALF_DTYPES = ("f16", "bf16")
+#: schema argument types (list and optional forms too) that never hold a tensor: a file naming
+#: a tensor there (a stride, a dim) is malformed
+_NON_TENSOR_TYPES = frozenset({"int", "SymInt", "float", "bool", "str", "ScalarType", "Layout", "Device",
+                               "MemoryFormat"})
 
 
 def build_graph(ep: Any, *, float32_weights: bool = False) -> Graph:
@@ -122,6 +126,12 @@ def build_graph(ep: Any, *, float32_weights: bool = False) -> Graph:
     finally:
         if was_enabled:
             gc.enable()
+
+
+def _refers_to_tensor(value: Any) -> bool:
+    if isinstance(value, TensorRef):
+        return True
+    return isinstance(value, list) and any(isinstance(v, TensorRef) for v in value)
 
 
 def _only_tensor_refs(value: Any) -> bool:
@@ -285,6 +295,9 @@ class _Builder:
             for sarg in schema.arguments:
                 arg = by_name.get(sarg.name)
                 if arg is not None:
+                    if _refers_to_tensor(arg.value) and sarg.type.split("[")[0].rstrip("?") in _NON_TENSOR_TYPES:
+                        raise PT2FormatError(f"node {node.name}", f"{key}: argument {sarg.name!r} of type "
+                                                                  f"{sarg.type} refers to a tensor")
                     call.add(sarg.name, arg.value)
                 elif sarg.has_default:  # a copy: converters may edit params in place
                     default = sarg.default

@@ -30,13 +30,13 @@ from __future__ import annotations
 
 import logging
 import math
-from numbers import Integral
 
 import numpy as np
 
 from ..convert.context import Unsupported
 from ..convert.registry import aten_converter, ncnn_rule
 from ..convert.shapes import is_batched, ncnn_rank
+from ._args import int_tuple
 from ._weights import derived
 
 log = logging.getLogger(__name__)
@@ -44,15 +44,12 @@ log = logging.getLogger(__name__)
 
 # ---------------------------------------------------------------------------- ATen → pnnx
 def _ints(value, n: int, what: str) -> tuple[int, ...]:
-    """``value`` (an int or a list of 1 or ``n`` ints) as ``n`` ints."""
-    if isinstance(value, Integral) and not isinstance(value, bool):
-        return (int(value),) * n
-    if isinstance(value, (list, tuple)) and all(isinstance(v, Integral) and not isinstance(v, bool) for v in value):
-        if len(value) == 1:
-            return (int(value[0]),) * n
-        if len(value) == n:
-            return tuple(int(v) for v in value)
-    raise Unsupported(f"unsupported: {what}={value!r} (expected {n} constant integers)")
+    """``value`` (an int or a list of 1 or ``n`` ints) as ``n`` ints; strides, dilations and
+    group counts at least 1, paddings at least 0."""
+    return int_tuple(value, n, what, at_least=_AT_LEAST.get(what))
+
+
+_AT_LEAST = {"groups": 1, "stride": 1, "dilation": 1, "kernel_size": 1, "padding": 0, "output_padding": 0}
 
 
 def _spatial_rank(op) -> int:

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from ..convert.registry import aten_converter, ncnn_rule
 from ..convert.shapes import ncnn_shape
 from ..ncnn.enums import BinaryOpType, PaddingType, PoolingType, PoolPadMode
+from ._args import int_tuple
 from .shape import intermediate
 
 log = logging.getLogger(__name__)
@@ -43,20 +44,17 @@ def _unused_indices(op, ctx):
 
 
 def _pool_params(op, n: int) -> dict:
-    k = list(op.params["kernel_size"])
-    k = k * n if len(k) == 1 else k
-    s = list(op.params.get("stride") or []) or k
-    s = s * n if len(s) == 1 else s
-    p = list(op.params.get("padding", [0] * n))
-    p = p * n if len(p) == 1 else p
+    k = list(int_tuple(op.params["kernel_size"], n, "kernel_size", at_least=1))
+    s = list(int_tuple(op.params.get("stride") or k, n, "stride", at_least=1))
+    p = list(int_tuple(op.params.get("padding", 0), n, "padding", at_least=0))
     return {"kernel_size": k, "stride": s, "padding": p, "ceil_mode": bool(op.params.get("ceil_mode", False))}
 
 
 def _max_pool(n: int):
     def convert(ctx, op):
         params = _pool_params(op, n)
-        d = list(op.params.get("dilation", [1] * n))
-        params.update(dilation=d * n if len(d) == 1 else d, return_indices=False)
+        d = list(int_tuple(op.params.get("dilation", 1), n, "dilation", at_least=1))
+        params.update(dilation=d, return_indices=False)
         y = ctx.emit(f"F.max_pool{n}d", [op.inputs[0]], params=params)
         return [y] + [None] * (len(op.outputs) - 1)
 

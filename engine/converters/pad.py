@@ -20,7 +20,7 @@ import numpy as np
 from ..convert.registry import aten_converter, ncnn_rule
 from ..convert.shapes import is_batched, ncnn_shape
 from ..ncnn.enums import PaddingType
-from .shape import intermediate
+from .shape import index_vector, intermediate
 
 _TYPE = {"constant": PaddingType.CONSTANT, "replicate": PaddingType.REPLICATE, "reflect": PaddingType.REFLECT}
 
@@ -55,20 +55,6 @@ for _n in (1, 2, 3):
 
 # ----------------------------------------------------------------------------- index patterns
 
-def _index_vector(op, ctx):
-    """(dim, index array) of an ``aten.index.Tensor`` with exactly one constant 1-D index."""
-    indices = op.params.get("indices") or []
-    used = [(d, v) for d, v in enumerate(indices) if v is not None]
-    if len(used) != 1:
-        return None
-    dim, ref = used[0]
-    opd = op.named_input(f"indices.{dim}")
-    value = None if opd is None else ctx.const_value(opd)
-    if value is None or np.ndim(value) != 1 or not np.issubdtype(np.asarray(value).dtype, np.integer):
-        return None
-    return dim, np.asarray(value, dtype=np.int64)
-
-
 def _pad_pattern(idx: np.ndarray, n: int):
     """(mode, before, after) when ``idx`` reads a size-``n`` axis as a reflect/replicate pad."""
     m = len(idx)
@@ -91,10 +77,10 @@ def _nearest_pattern(idx: np.ndarray, n: int) -> bool:
 
 def _index_kind(op, ctx):
     x = op.inputs[0]
-    found = _index_vector(op, ctx)
+    found = index_vector(op, ctx)
     if found is None or x.shape is None:
         return None
-    dim, idx = found
+    dim, idx, _ = found
     size = x.shape[dim]
     if dim == 0 or not isinstance(size, int):
         return None

@@ -35,8 +35,10 @@ import itertools
 import logging
 from typing import Sequence
 
+import numpy as np
+
 from ..convert.context import Unsupported
-from ..convert.registry import aten_converter, ncnn_rule
+from ..convert.registry import Priority, aten_converter, ncnn_rule
 from ..convert.shapes import is_batched, ncnn_axis, ncnn_shape, normalize_dim
 from ..ir import Dim, Operand
 from ..ncnn.enums import PoolingType, PoolPadMode, ReshapeDim
@@ -305,6 +307,64 @@ def expand_noop(ctx, op):
     return op.inputs[0]
 
 
+def index_vector(op, ctx):
+    """(dim, index array, index operand) of an ``aten.index.Tensor`` with exactly one index, a
+    constant 1-D integer vector; else None."""
+    used = [(d, v) for d, v in enumerate(op.params.get("indices") or []) if v is not None]
+    if len(used) != 1:
+        return None
+    opd = op.named_input(f"indices.{used[0][0]}")
+    value = None if opd is None else ctx.const_value(opd)
+    if value is None or np.ndim(value) != 1 or not np.issubdtype(np.asarray(value).dtype, np.integer):
+        return None
+    return used[0][0], np.asarray(value, dtype=np.int64), opd
+
+
+_RUNS_LIMIT = 32
+
+
+def _gather_runs(idx: np.ndarray, size) -> list[tuple[int, int]] | None:
+    """The index vector as (start, stop) runs of consecutive elements (None: too many or a
+    negative index on a dynamic size)."""
+    if isinstance(size, int):
+        idx = np.where(idx < 0, idx + size, idx)
+    elif (idx < 0).any():
+        return None
+    runs: list[tuple[int, int]] = []
+    for i in idx.tolist():
+        if runs and runs[-1][1] == i:
+            runs[-1] = (runs[-1][0], i + 1)
+        else:
+            runs.append((i, i + 1))
+    return runs if len(runs) <= _RUNS_LIMIT else None
+
+
+def _check_gather(op, ctx):
+    found = index_vector(op, ctx) if op.type == "aten.index.Tensor" else None
+    if op.type == "aten.index_select.default":
+        value = ctx.const_value(op.inputs[1])
+        found = None if value is None or np.ndim(value) != 1 else (op.params["dim"], np.asarray(value), op.inputs[1])
+    if found is None:
+        return "unsupported: indexing with run-time or multi-dim indices (ncnn gathers constant indices on one dim)"
+    dim, idx, _ = found
+    x = op.inputs[0]
+    if _gather_runs(idx, (x.shape or [None] * (dim + 1))[dim]) is None:
+        return f"unsupported: gather of {len(idx)} indices in more than {_RUNS_LIMIT} runs"
+    return None
+
+
+@aten_converter("aten.index.Tensor", "aten.index_select.default", validator=_check_gather, priority=Priority.LOW)
+def gather(ctx, op):
+    """A constant index vector on one dim: ``torch.index_select`` with the indices as a param
+    (crops of its runs + concat in ncnn)."""
+    if op.type == "aten.index.Tensor":
+        dim, idx, _ = index_vector(op, ctx)
+    else:
+        dim, idx = op.params["dim"], ctx.const_value(op.inputs[1])
+    index = [int(i) for i in np.asarray(idx).reshape(-1)]
+    return ctx.emit("torch.index_select", [op.inputs[0]], params={"dim": dim, "index": index})
+
+
 # ----------------------------------------------------------------------------- pnnx → ncnn
 
 @ncnn_rule("Tensor.reshape", "Tensor.view", "torch.flatten", "torch.squeeze", "torch.unsqueeze")
@@ -490,6 +550,26 @@ def select_ncnn(ctx, op):
     # ncnn's Crop reads end 0 as "to the end", which is what index -1 needs
     y = _crop(ctx, x, axis, index, -233 if index + 1 == 0 else index + 1, piece, final=False)
     return reshape_to(ctx, y, ncnn_shape(out), final=True)
+
+
+@ncnn_rule("torch.index_select")
+def index_select_ncnn(ctx, op):
+    x, out = op.inputs[0], op.outputs[0]
+    dim = normalize_dim(op.params["dim"], _rank(x))
+    axis = ncnn_axis(x, dim)
+    src = ncnn_shape(x)
+    runs = _gather_runs(np.asarray(op.params["index"], dtype=np.int64), src[axis])
+    if runs is None:
+        ctx.unsupported(f"index_select of {len(op.params['index'])} indices in more than {_RUNS_LIMIT} runs")
+    if len(runs) == 1:
+        (start, stop), = runs
+        return _crop(ctx, x, axis, start, stop, ncnn_shape(out), final=True)
+    parts = []
+    for start, stop in runs:
+        piece = list(src)
+        piece[axis] = stop - start
+        parts.append(_crop(ctx, x, axis, start, stop, piece, final=False))
+    return ctx.layer("Concat", parts, axis=axis)
 
 
 @ncnn_rule("nn.ChannelShuffle")

@@ -9,10 +9,14 @@ from tests.harness import DIALECTS, check_module, export_pt2
 
 
 def check_resize(module, x, tmp_path, dialect):
-    """Numeric check; core ATen decomposes bicubic and linear (1-D) resizes into gathers and
-    arithmetic, which must be refused cleanly (the TRAINING dialect converts them)."""
+    """Numeric check. Core ATen decomposes a bicubic resize into 2-D gathers and arithmetic,
+    which must be refused cleanly (the TRAINING dialect converts it); its linear 1-D resize is
+    constant gathers (Crop/Concat) and arithmetic, which convert."""
     mode = getattr(module, "kw", {}).get("mode")
-    if dialect == "core" and mode in ("bicubic", "linear"):
+    if dialect == "core" and mode == "linear":
+        check_module(module, [x], tmp_path, dialect=dialect, expect_types=["Concat"])
+        return
+    if dialect == "core" and mode == "bicubic":
         from engine.convert import convert
 
         result = convert(str(export_pt2(module, [x], tmp_path / "m.pt2", dialect=dialect)))

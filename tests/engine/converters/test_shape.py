@@ -135,6 +135,21 @@ def test_slice_family(tmp_path, dialect, name):
                  if name in ("c_range", "h_negative", "w_last3", "hw_both") else None)
 
 
+GATHERS = {
+    "rgb_to_bgr": lambda x: x[:, [2, 1, 0]],
+    "channel_runs": lambda x: x[:, [0, 1, 4, 5, 2]],
+    "index_select_w": lambda x: x.index_select(3, torch.tensor([4, 0, 1, 1])),
+    "negative_h": lambda x: x[:, :, [-1, 0]],
+    "one_run": lambda x: x[:, :, :, [1, 2, 3]],
+}
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("name", list(GATHERS))
+def test_constant_gather(tmp_path, dialect, name):
+    check_module(Fn(GATHERS[name]), [torch.randn(1, 6, 4, 5)], tmp_path, dialect=dialect, expect_types=["Crop"])
+
+
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_slices_of_several_dims_are_one_crop(tmp_path, dialect):
     checked = check_module(Fn(lambda x: x[:, 1:8, 2:, :-1]), [torch.randn(1, 9, 6, 7)], tmp_path, dialect=dialect)

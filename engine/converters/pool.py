@@ -170,8 +170,6 @@ def pool_ncnn(ctx, op):
     params["pad_mode"] = int(PoolPadMode.VALID)
     if is_avg:
         params["avgpool_count_include_pad"] = int(bool(include_pad))
-    if not p.get("divisor_override"):
-        return ctx.layer(layer, [x], **params)
     return _divide(ctx, op, ctx.layer(layer, [x], **params))
 
 

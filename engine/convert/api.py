@@ -67,9 +67,12 @@ class ConversionResult:
 
     def write(self, ncnn_param: str | Path | None = None, ncnn_bin: str | Path | None = None,
               pnnx_param: str | Path | None = None, pnnx_bin: str | Path | None = None, *,
-              fp16: bool | None = None, partial: bool = False) -> list[Path]:
-        """Write the requested files atomically (all or nothing). Refuses an incomplete
-        conversion unless ``partial``. Returns the paths written."""
+              fp16: bool | None = None, partial: bool = False,
+              cancel: Callable[[], bool] | None = None) -> list[Path]:
+        """Write the requested files atomically, all of them or none: existing files are
+        replaced only once every new file is complete. Refuses an incomplete conversion unless
+        ``partial``. ``cancel()`` is polled while writing; once true the write stops (raising
+        ``engine.passes.manager.Cancelled``) and nothing is replaced. Returns the paths written."""
         from .output import write_files
 
         if not self.ok and not partial:
@@ -77,7 +80,8 @@ class ConversionResult:
                                   "nothing written")
         use_fp16 = self.options.fp16 if fp16 is None else fp16
         return write_files(ncnn_graph=self.ncnn, pnnx_graph=self.pnnx, ncnn_param=ncnn_param, ncnn_bin=ncnn_bin,
-                           pnnx_param=pnnx_param, pnnx_bin=pnnx_bin, fp16=use_fp16, partial=not self.ok)
+                           pnnx_param=pnnx_param, pnnx_bin=pnnx_bin, fp16=use_fp16, partial=not self.ok,
+                           cancel=cancel)
 
     def write_all(self, directory: str | Path, stem: str, **kw) -> list[Path]:
         d = Path(directory)

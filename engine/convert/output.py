@@ -1,12 +1,15 @@
 """Writing a conversion's files: the ncnn model and, optionally, the pnnx model.
 
-Each model (param + bin) is written atomically by :mod:`engine.writers` (temp files in the
-target folder, renamed only when complete; nothing partial left behind on failure). The ncnn
-model is validated and written first; the pnnx model follows.
+Each model (param + bin) is written to temporary files in the target folder by
+:mod:`engine.writers`; the ncnn model is validated and written first, the pnnx model follows,
+and only when both are complete are all the files renamed over their targets (one
+:func:`~engine.writers.atomic_transaction`). A failure or a cancel at any point leaves nothing
+partial behind and every existing file as it was.
 """
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 from ..errors import WriteError
 from ..ir import Graph
@@ -34,19 +37,37 @@ def with_custom_layers(graph: Graph) -> Graph:
     return g
 
 
+def _cancel_check(cancel: Callable[[], bool] | None):
+    """A writer ``progress`` callback that stops the write once ``cancel()`` is true."""
+    if cancel is None:
+        return None
+    from ..passes.manager import Cancelled
+
+    def progress(done: int, total: int) -> None:
+        if cancel():
+            raise Cancelled("export cancelled; no file written")
+
+    return progress
+
+
 def write_files(*, ncnn_graph: Graph, pnnx_graph: Graph | None, ncnn_param=None, ncnn_bin=None,
-                pnnx_param=None, pnnx_bin=None, fp16: bool = True, partial: bool = False) -> list[Path]:
-    from ..writers import write_ncnn, write_pnnx
+                pnnx_param=None, pnnx_bin=None, fp16: bool = True, partial: bool = False,
+                cancel: Callable[[], bool] | None = None) -> list[Path]:
+    from ..writers import atomic_transaction, write_ncnn, write_pnnx
 
     written: list[Path] = []
     if partial:
         ncnn_graph = with_custom_layers(ncnn_graph)
-    if _pair(ncnn_param, ncnn_bin, "ncnn model"):
-        write_ncnn(ncnn_graph, ncnn_param, ncnn_bin, fp16=fp16)
-        written += [Path(ncnn_param), Path(ncnn_bin)]
-    if _pair(pnnx_param, pnnx_bin, "pnnx model"):
-        if pnnx_graph is None:
-            raise WriteError(str(pnnx_param), "this conversion kept no pnnx-level graph")
-        write_pnnx(pnnx_graph, pnnx_param, pnnx_bin)
-        written += [Path(pnnx_param), Path(pnnx_bin)]
+    progress = _cancel_check(cancel)
+    with atomic_transaction():
+        if _pair(ncnn_param, ncnn_bin, "ncnn model"):
+            write_ncnn(ncnn_graph, ncnn_param, ncnn_bin, fp16=fp16, progress=progress)
+            written += [Path(ncnn_param), Path(ncnn_bin)]
+        if _pair(pnnx_param, pnnx_bin, "pnnx model"):
+            if pnnx_graph is None:
+                raise WriteError(str(pnnx_param), "this conversion kept no pnnx-level graph")
+            write_pnnx(pnnx_graph, pnnx_param, pnnx_bin, progress=progress)
+            written += [Path(pnnx_param), Path(pnnx_bin)]
+        if progress is not None:
+            progress(1, 1)
     return written

@@ -13,10 +13,20 @@ succeeded, and put back if one fails). If the block raises — a write error, a 
 error, a cancel from a progress callback, KeyboardInterrupt — every temporary file is removed
 and the old files are untouched. OS errors come out as :class:`engine.errors.WriteError`
 naming the target path and a readable reason (permission denied, disk full, ...).
+
+Several groups that make one export (the ncnn model and the pnnx model) are tied together by
+:func:`atomic_transaction`: inside it each ``atomic_files`` block only writes and syncs its
+temporary files, and the renames of all of them happen when the transaction ends — so a
+failure while writing the second model leaves the first model's old files in place too::
+
+    with atomic_transaction():
+        write_ncnn(graph, "m.ncnn.param", "m.ncnn.bin")
+        write_pnnx(graph, "m.pnnx.param", "m.pnnx.bin")
 """
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import errno
 import logging
 import os
@@ -193,23 +203,60 @@ def _commit(files: list[TempFile]) -> None:
         _fsync_dir(folder)
 
 
+#: the finished temporary files of the innermost :func:`atomic_transaction` (None outside one)
+_TRANSACTION: contextvars.ContextVar[list[TempFile] | None] = contextvars.ContextVar("atomic_transaction",
+                                                                                    default=None)
+
+
+def _discard(files: list[TempFile]) -> None:
+    for f in files:
+        f._close()
+        _unlink_quietly(f.tmp)
+
+
 @contextlib.contextmanager
 def atomic_files(paths: Sequence[str | os.PathLike]) -> Iterator[list[TempFile]]:
     """Yield one :class:`TempFile` per path (same order); replace the targets only if the block
-    completes, leave no temporary file behind in any case."""
+    completes (inside an :func:`atomic_transaction`: when the transaction completes), leave no
+    temporary file behind in any case."""
     targets = [Path(os.path.abspath(os.fspath(p))) for p in paths]
     if len(set(targets)) != len(targets):
         raise WriteError(", ".join(map(str, paths)), "the same file is named twice")
     mode = _file_mode()
     files: list[TempFile] = []
+    handed_over = False
     try:
         for t in targets:
             files.append(_open_temp(t, mode))
         yield files
         for f in files:
             f._finish()
-        _commit(files)
+        pending = _TRANSACTION.get()
+        if pending is None:
+            _commit(files)
+        else:
+            pending.extend(files)
+            handed_over = True
     finally:
-        for f in files:
-            f._close()
-            _unlink_quietly(f.tmp)
+        if not handed_over:
+            _discard(files)
+
+
+@contextlib.contextmanager
+def atomic_transaction() -> Iterator[None]:
+    """Tie every :func:`atomic_files` group written in the block together: all their targets
+    are replaced when the block completes, none if it raises (see the module docstring)."""
+    pending: list[TempFile] = []
+    token = _TRANSACTION.set(pending)
+    try:
+        yield
+        _TRANSACTION.reset(token)
+        token = None
+        targets = [f.target for f in pending]
+        if len(set(targets)) != len(targets):
+            raise WriteError(", ".join(map(str, targets)), "the same file is named twice")
+        _commit(pending)
+    finally:
+        if token is not None:
+            _TRANSACTION.reset(token)
+        _discard(pending)

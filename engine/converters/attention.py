@@ -95,9 +95,18 @@ def scaled_dot_product_attention(ctx, op):
 
 
 # ---------------------------------------------------------------------------- pnnx → ncnn
+def _heads_shape(t: Operand) -> list | None:
+    """``t``'s batch-less shape without leading 1s beyond 3 dims (a batch axis that lost its
+    batch flag in a transpose), or None."""
+    s = ncnn_shape(t)
+    while s is not None and len(s) > 3 and s[0] == 1:
+        s = s[1:]
+    return s
+
+
 def _check_sdpa(op, ctx):
     q, k, v = op.inputs[:3]
-    shapes = [ncnn_shape(t) for t in (q, k, v)]
+    shapes = [_heads_shape(t) for t in (q, k, v)]
     if any(s is None or len(s) not in (2, 3) for s in shapes):
         return ("unsupported: scaled_dot_product_attention needs (heads, L, E) q/k/v without the batch axis; got "
                 + ", ".join(f"{t.name}{t.shape}" for t in (q, k, v)))
@@ -111,9 +120,9 @@ def _check_sdpa(op, ctx):
 
 
 def _as_heads(ctx, t: Operand) -> Operand:
-    """``t`` with a leading heads axis (a single head when it has none)."""
-    shape = ncnn_shape(t)
-    return t if len(shape) == 3 else reshape_to(ctx, t, [1] + shape)
+    """``t`` as a 3-D ``(heads, L, E)`` blob (a single head when it has none)."""
+    shape = _heads_shape(t)
+    return reshape_to(ctx, t, shape if len(shape) == 3 else [1] + shape)
 
 
 def _mask_input(ctx, op, mask: Operand, heads, rows, cols) -> Operand:
@@ -146,10 +155,10 @@ def sdpa_layer(ctx, op):
     scale = op.params.get("scale")
     y = ctx.layer("SDPA", inputs, attn_mask=int(len(inputs) > 3), scale=float(scale) if scale is not None else None)
     out_shape = ncnn_shape(op.outputs[0])
-    if out_shape == ncnn_shape(q):
+    natural = [heads, rows, ncnn_shape(v)[2]]
+    if out_shape == natural:
         return y
-    ev = ncnn_shape(v)[2]
-    return reshape_to(ctx, intermediate(y, [heads, rows, ev]), out_shape, final=True)
+    return reshape_to(ctx, intermediate(y, natural), out_shape, final=True)
 
 
 def sdpa_scale(op) -> float:

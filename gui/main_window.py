@@ -62,8 +62,9 @@ def export_paths(param_path: str) -> tuple[str, str, str, str]:
 def _write_files(ctx, result, paths: tuple[str, str, str, str], pnnx: bool, partial: bool) -> list[str]:
     ncnn_param, ncnn_bin, pnnx_param, pnnx_bin = paths
     ctx.progress(0, 1, "writing files")
+    # all files or none; a cancel (Stop, closing the window) stops the write and replaces nothing
     written = result.write(ncnn_param, ncnn_bin, pnnx_param if pnnx else None, pnnx_bin if pnnx else None,
-                           partial=partial)
+                           partial=partial, cancel=ctx)
     return [str(w) for w in written]
 
 

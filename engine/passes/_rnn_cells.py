@@ -7,7 +7,8 @@
 
 * the input projection of the whole sequence ``inp (T, B, I)``:
   ``view(addmm(b_ih, view(inp, [T*B, I]), permute(W_ih, [1, 0])), [T, B, G*H])`` (``mm``
-  without biases), then ``flip([0])`` for the reverse direction, then one
+  without biases; a ``bmm`` of expanded operands plus ``b_ih`` when ``inp`` is a
+  transposed view), then ``flip([0])`` for the reverse direction, then one
   ``squeeze(slice(pre, 0, t, t+1), [0])`` per step;
 * per step, ``hh = view(addmm(b_hh, view(h, [B, P]), permute(W_hh)), [1, B, G*H])`` and
 
@@ -226,12 +227,50 @@ def _time_step(w: Walk, op: Operator, steps: int) -> tuple[int, Operand]:
     return start, sq.outputs[0]
 
 
+def _same_shape_copies(w: Walk, opd: Operand) -> Operand:
+    """``opd`` before any single-use view/expand that keeps its shape (F.linear's bmm form)."""
+    while True:
+        p = opd.producer
+        if p is None or p.type not in (*VIEWS, "aten.expand.default") or len(opd.consumers) != 1 \
+                or p.inputs[0].shape != opd.shape:
+            return opd
+        w.take(p)
+        opd = p.inputs[0]
+
+
+def _batched_weight(w: Walk, mat2: Operand) -> Operand:
+    """W for ``view(expand(W.T, [T, I, GH]))`` (the bmm form's right operand)."""
+    v = w.producer(mat2, *VIEWS)
+    e = w.producer(v.inputs[0], "aten.expand.default")
+    return _transposed_weight(w, e.inputs[0])
+
+
+def _input_projection(w: Walk, mm: Operator) -> tuple[Operand, Operand, Operand, Operand | None]:
+    """``(inp, pre, W_ih, b_ih)`` of ``pre = F.linear(inp, W_ih, b_ih)`` as core ATen spells it
+    for a 3-D ``inp``: ``view(addmm(b, view(inp, [T*B, I]), W.T), [T, B, GH])`` (``mm``
+    without bias), or for a non-contiguous ``inp``
+    ``view(bmm(view(expand(inp)), view(expand(W.T))), [T, B, GH]) (+ b)``."""
+    w.take(mm)
+    if mm.type != "aten.bmm.default":
+        x2d, w_ih, b_ih = matmul(w, mm)
+        inp = w.producer(x2d, *VIEWS).inputs[0]
+        return inp, w.user(mm.outputs[0], *VIEWS).outputs[0], w_ih, b_ih
+    inp = _same_shape_copies(w, mm.inputs[0])
+    w_ih = _batched_weight(w, mm.inputs[1])
+    pre = mm.outputs[0]
+    if len(pre.consumers) == 1 and pre.consumers[0].type in VIEWS:
+        pre = w.user(pre, *VIEWS).outputs[0]
+    b_ih = None
+    if len(pre.consumers) == 1 and pre.consumers[0].type == _ADD:
+        add = pre.consumers[0]
+        b_ih = _parameter(other_input(add, pre))
+        pre = w.take(add).outputs[0]
+    return inp, pre, w_ih, b_ih
+
+
 def _projection(w: Walk, mm: Operator):
     """``(inp, W_ih, b_ih, reverse, [x_0..x_T-1])`` of a layer direction's input projection."""
-    w.take(mm)
-    x2d, w_ih, b_ih = matmul(w, mm)
-    inp = w.producer(x2d, *VIEWS).inputs[0]
-    pre = w.user(mm.outputs[0], *VIEWS).outputs[0]
+    inp, pre, w_ih, b_ih = _input_projection(w, mm)
     if inp.shape is None or pre.shape is None or len(inp.shape) != 3 or len(pre.shape) != 3 \
             or pre.shape[:2] != inp.shape[:2] or not isinstance(pre.shape[0], int):
         raise NoMatch(f"{mm.name} is not a sequence projection")
@@ -277,6 +316,10 @@ def cat_of(w: Walk, parts: list[Operand], dim: int) -> Operand | None:
                 int(c.params.get("dim", 0)) % len(parts[0].shape) == dim:
             return w.take(c).outputs[0]
     return None
+
+
+#: ops that may start a layer direction's input projection
+PROJECTIONS = ("aten.addmm.default", "aten.mm.default", "aten.bmm.default")
 
 
 def chain(mm: Operator) -> Chain:

@@ -215,7 +215,7 @@ def _replace(graph: Graph, m: _Module) -> Operator:
 def run(graph, cx):
     chains = []
     for op in list(graph.ops):
-        if op.type in ("aten.addmm.default", "aten.mm.default"):
+        if op.type in cells.PROJECTIONS:
             try:
                 chains.append(cells.chain(op))
             except cells.NoMatch as e:

@@ -4,18 +4,19 @@ proj_size, bias=False, initial states as inputs or zeros, returning the sequence
 final states; fp16 weights; a dynamic sequence length; refusals.
 
 Sequence-first tensors ``(T, 1, F)`` and states ``(L*D, 1, H)`` have their batch axis at dim 1:
-ncnn holds them as unbatched blobs (same values, same order), so these tests compare values
-in order rather than through the harness's drop-dim-0 rule.
+ncnn holds them as unbatched blobs (same values, same order), so these tests compare values in
+order (:func:`tests.engine.converters.sequence_check.check_sequence`) rather than through the
+harness's drop-dim-0 rule.
 """
 import numpy as np
 import pytest
 import torch
 from torch import nn
-from torch.utils._pytree import tree_leaves
 
 from engine.convert import ConvertOptions, convert
 from engine.diagnostics import format_table
-from tests.harness import DIALECTS, TOL, export_pt2, rel_error, run_ncnn
+from tests.engine.converters.sequence_check import check_sequence
+from tests.harness import DIALECTS, export_pt2
 
 T, FEATURES, HIDDEN = 5, 4, 6
 KINDS = {"lstm": nn.LSTM, "gru": nn.GRU, "rnn_tanh": nn.RNN, "rnn_relu": nn.RNN}
@@ -48,29 +49,6 @@ def sequence(batch_first, steps=T):
     return torch.randn(1, steps, FEATURES) if batch_first else torch.randn(steps, 1, FEATURES)
 
 
-def check_rnn(module, inputs, tmp_path, *, dialect, fp16=False, feed=None, run_inputs=None):
-    """Export, convert, run in ncnn and compare every output value in order. ``feed``: the
-    arrays given to ncnn (default: batch_first-style inputs without dim 0, others as they are);
-    ``run_inputs``: other inputs to run both on (dynamic shapes)."""
-    module = module.eval()
-    pt2 = export_pt2(module, inputs, tmp_path / f"rnn_{dialect}.pt2", dialect=dialect,
-                     dynamic_shapes=getattr(module, "dynamic_shapes", None))
-    result = convert(str(pt2), ConvertOptions(fp16=fp16, lint=True))
-    assert result.ok, "conversion incomplete:\n" + format_table(result.errors)
-    param, bin_ = tmp_path / f"rnn_{dialect}.param", tmp_path / f"rnn_{dialect}.bin"
-    result.write(param, bin_)
-    run_in = list(run_inputs or inputs)
-    with torch.no_grad():
-        want = [t.numpy() for t in tree_leaves(module(*run_in))]
-    arrays = feed if feed is not None else [x.numpy()[0] if x.shape[0] == 1 else x.numpy() for x in run_in]
-    got = run_ncnn(param, bin_, arrays, len(want))
-    for k, (g, w) in enumerate(zip(got, want)):
-        assert g.size == w.size, f"out{k}: ncnn {g.shape}, torch {w.shape}"
-        err = rel_error(g.reshape(w.shape), w)
-        assert err <= TOL[fp16], f"out{k}: relative error {err:.3g} ({dialect}, fp16={fp16})\n{result.ncnn.to_text()}"
-    return result
-
-
 def layer_types(result):
     return [op.type for op in result.ncnn.ops]
 
@@ -83,7 +61,7 @@ def layer_types(result):
 @pytest.mark.parametrize("batch_first", [False, True], ids=["seqfirst", "batchfirst"])
 def test_recurrent(tmp_path, dialect, kind, layers, bidirectional, batch_first):
     rnn = make(kind, num_layers=layers, bidirectional=bidirectional, batch_first=batch_first)
-    r = check_rnn(Recurrent(rnn), [sequence(batch_first)], tmp_path, dialect=dialect)
+    r = check_sequence(Recurrent(rnn), [sequence(batch_first)], tmp_path, dialect=dialect)
     types = layer_types(r)
     if kind == "rnn_relu":  # ncnn's RNN is tanh only: unrolled, one ReLU per step
         assert types.count("ReLU") == layers * (2 if bidirectional else 1) * T and "RNN" not in types
@@ -97,7 +75,7 @@ def test_recurrent(tmp_path, dialect, kind, layers, bidirectional, batch_first):
 @pytest.mark.parametrize("batch_first", [False, True], ids=["seqfirst", "batchfirst"])
 def test_lstm_projection(tmp_path, dialect, layers, bidirectional, batch_first):
     rnn = make("lstm", num_layers=layers, bidirectional=bidirectional, batch_first=batch_first, proj_size=3)
-    r = check_rnn(Recurrent(rnn), [sequence(batch_first)], tmp_path, dialect=dialect)
+    r = check_sequence(Recurrent(rnn), [sequence(batch_first)], tmp_path, dialect=dialect)
     lstm = r.ncnn.ops_of_type("LSTM")
     assert len(lstm) == layers and "weight_hr_data" in lstm[0].attrs
 
@@ -106,7 +84,7 @@ def test_lstm_projection(tmp_path, dialect, layers, bidirectional, batch_first):
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_without_bias(tmp_path, dialect, kind):
     rnn = make(kind, num_layers=2, bidirectional=True, bias=False)
-    check_rnn(Recurrent(rnn), [sequence(False)], tmp_path, dialect=dialect)
+    check_sequence(Recurrent(rnn), [sequence(False)], tmp_path, dialect=dialect)
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
@@ -117,7 +95,7 @@ def test_initial_states_as_inputs(tmp_path, dialect, kind, layers, bidirectional
     rows = layers * (2 if bidirectional else 1)
     states = [torch.randn(rows, 1, HIDDEN) for _ in range(2 if kind == "lstm" else 1)]
     x = sequence(True)
-    r = check_rnn(Recurrent(rnn), [x, *states], tmp_path, dialect=dialect,
+    r = check_sequence(Recurrent(rnn), [x, *states], tmp_path, dialect=dialect,
                   feed=[x.numpy()[0], *(s.numpy() for s in states)])
     assert len(r.ncnn.ops_of_type("Input")) == 1 + len(states)
 
@@ -126,7 +104,7 @@ def test_initial_states_as_inputs(tmp_path, dialect, kind, layers, bidirectional
 def test_lstm_projection_with_states(tmp_path, dialect):
     rnn = make("lstm", num_layers=2, bidirectional=True, proj_size=3)
     states = [torch.randn(4, 1, 3), torch.randn(4, 1, HIDDEN)]
-    check_rnn(Recurrent(rnn), [sequence(False), *states], tmp_path, dialect=dialect)
+    check_sequence(Recurrent(rnn), [sequence(False), *states], tmp_path, dialect=dialect)
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
@@ -134,7 +112,7 @@ def test_lstm_projection_with_states(tmp_path, dialect):
 @pytest.mark.parametrize("returns", ["output", "states"])
 def test_returned_values(tmp_path, dialect, kind, returns):
     rnn = make(kind, num_layers=2, bidirectional=True)
-    r = check_rnn(Recurrent(rnn, returns), [sequence(False)], tmp_path, dialect=dialect)
+    r = check_sequence(Recurrent(rnn, returns), [sequence(False)], tmp_path, dialect=dialect)
     tops = {len(op.outputs) for op in r.ncnn.ops_of_type(NCNN_TYPE[kind])}
     assert tops == ({1} if returns == "output" else {3 if kind == "lstm" else 2})  # unused states not computed
 
@@ -143,14 +121,14 @@ def test_returned_values(tmp_path, dialect, kind, returns):
 def test_sequence_first_input_fed_2d(tmp_path, dialect):
     """A user may feed the (T, F) sequence ncnn's layers read instead of (T, 1, F)."""
     x = sequence(False)
-    check_rnn(Recurrent(make("gru"), "output"), [x], tmp_path, dialect=dialect, feed=[x.numpy()[:, 0]])
+    check_sequence(Recurrent(make("gru"), "output"), [x], tmp_path, dialect=dialect, feed=[x.numpy()[:, 0]])
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
 @pytest.mark.parametrize("kind", ["lstm", "gru", "rnn_tanh"])
 def test_fp16_weights(tmp_path, dialect, kind):
     rnn = make(kind, num_layers=2, bidirectional=True, batch_first=True)
-    check_rnn(Recurrent(rnn), [sequence(True)], tmp_path, dialect=dialect, fp16=True)
+    check_sequence(Recurrent(rnn), [sequence(True)], tmp_path, dialect=dialect, fp16=True)
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
@@ -161,7 +139,7 @@ def test_runs_at_other_lengths(tmp_path, dialect, kind, batch_first):
     loops over time), but the converted ncnn layers and reshapes leave it free: a model
     exported at T=6 runs at T=11 and matches PyTorch there."""
     model = Recurrent(make(kind, num_layers=2, bidirectional=True, batch_first=batch_first))
-    check_rnn(model, [sequence(batch_first, 6)], tmp_path, dialect=dialect, run_inputs=[sequence(batch_first, 11)])
+    check_sequence(model, [sequence(batch_first, 6)], tmp_path, dialect=dialect, run_inputs=[sequence(batch_first, 11)])
 
 
 def test_dynamic_length_is_specialized_by_export():
@@ -184,13 +162,13 @@ def test_two_modules_stay_two(tmp_path, dialect):
             y, _ = self.a(x)
             return self.b(y)[0]
 
-    r = check_rnn(Two(), [sequence(True)], tmp_path, dialect=dialect)
+    r = check_sequence(Two(), [sequence(True)], tmp_path, dialect=dialect)
     assert [op.params["num_layers"] for op in r.pnnx.ops_of_type("nn.LSTM")] == [1, 1]
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_core_unrolled_cells_are_fused(tmp_path, dialect):
-    r = check_rnn(Recurrent(make("lstm", num_layers=2, bidirectional=True)), [sequence(False)], tmp_path,
+    r = check_sequence(Recurrent(make("lstm", num_layers=2, bidirectional=True)), [sequence(False)], tmp_path,
                   dialect=dialect)
     unrolled = len(r.aten.ops_of_type("aten.sigmoid.default"))
     assert unrolled == (0 if dialect == "training" else 2 * 2 * 3 * T)  # 3 sigmoid gates per step
@@ -210,11 +188,28 @@ def test_batch_of_two_is_refused(tmp_path, dialect):
 def test_gate_order_and_bias_layout(tmp_path):
     """ncnn's LSTM gates are IFOG (torch: IFGO); GRU's bias has 4 rows (b_in, b_hn apart)."""
     lstm, gru = make("lstm"), make("gru")
-    r = check_rnn(Recurrent(lstm, "output"), [sequence(False)], tmp_path, dialect="training")
+    r = check_sequence(Recurrent(lstm, "output"), [sequence(False)], tmp_path, dialect="training")
     w = np.asarray(r.ncnn.ops_of_type("LSTM")[0].attrs["weight_xc_data"].data).reshape(4, HIDDEN, FEATURES)
     i, f, g, o = lstm.weight_ih_l0.detach().numpy().reshape(4, HIDDEN, FEATURES)
     assert np.array_equal(w, np.stack([i, f, o, g]))
-    r = check_rnn(Recurrent(gru, "output"), [sequence(False)], tmp_path, dialect="training")
+    r = check_sequence(Recurrent(gru, "output"), [sequence(False)], tmp_path, dialect="training")
     b = np.asarray(r.ncnn.ops_of_type("GRU")[0].attrs["bias_c_data"].data).reshape(4, HIDDEN)
     b_ih, b_hh = (t.detach().numpy().reshape(3, HIDDEN) for t in (gru.bias_ih_l0, gru.bias_hh_l0))
     assert np.allclose(b, [b_ih[0] + b_hh[0], b_ih[1] + b_hh[1], b_ih[2], b_hh[2]])
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("kind", ["lstm", "gru"])
+def test_transposed_input(tmp_path, dialect, kind):
+    """A non-contiguous (transposed) input: core ATen projects it with bmm on expanded operands."""
+
+    class Transposed(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = make(kind, num_layers=2, bidirectional=True, batch_first=True)
+
+        def forward(self, x):
+            return self.rnn(x.transpose(1, 2))[0]
+
+    r = check_sequence(Transposed(), [torch.randn(1, FEATURES, T)], tmp_path, dialect=dialect)
+    assert len(r.ncnn.ops_of_type(NCNN_TYPE[kind])) == 2

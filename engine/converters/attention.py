@@ -96,12 +96,15 @@ def scaled_dot_product_attention(ctx, op):
 
 # ---------------------------------------------------------------------------- pnnx → ncnn
 def _heads_shape(t: Operand) -> list | None:
-    """``t``'s batch-less shape without leading 1s beyond 3 dims (a batch axis that lost its
-    batch flag in a transpose), or None."""
+    """``t``'s batch-less shape as ``(heads, L, E)``: dims before the last two are merged into one
+    (batches of sequences are just more heads to ncnn's SDPA), or None."""
     s = ncnn_shape(t)
-    while s is not None and len(s) > 3 and s[0] == 1:
-        s = s[1:]
-    return s
+    if s is None or len(s) <= 3:
+        return s
+    lead = s[:-2]
+    if not all(isinstance(d, int) for d in lead):
+        return None
+    return [math.prod(lead)] + list(s[-2:])
 
 
 def _check_sdpa(op, ctx):
@@ -166,3 +169,52 @@ def sdpa_scale(op) -> float:
     s = op.params.get("scale")
     return float(s) if s is not None else 1.0 / math.sqrt(float(op.inputs[0].shape[-1]))
 
+# ---------------------------------------------------------------------------- fused multi-head attention
+def _check_mha(op, ctx):
+    p = op.params
+    if int(p["out_dim"]) != int(p["qdim"]):
+        return (f"unsupported: multi-head attention whose output projection gives {p['out_dim']} features for "
+                f"{p['qdim']} query features (ncnn's MultiHeadAttention maps back to the query width)")
+    for x in op.inputs[:3]:
+        s = ncnn_shape(x)
+        if s is None or not all(isinstance(d, int) for d in s):
+            return f"unsupported: multi-head attention input {x.name} of dynamic or unknown shape {x.shape}"
+    return None
+
+
+def _tokens(ctx, x: Operand, width: int) -> Operand:
+    """``x`` as ncnn's MultiHeadAttention reads it: a 2-D ``(L, width)`` blob."""
+    return reshape_to(ctx, x, [math.prod(ncnn_shape(x)) // width, width])
+
+
+@ncnn_rule("nn.MultiheadAttention", validator=_check_mha)
+def multihead_attention_layer(ctx, op):
+    """The ``nn.MultiheadAttention`` the ``fuse_multihead_attention`` pass makes → ncnn
+    MultiHeadAttention (one input for self-attention, two when key is value)."""
+    p, a = op.params, op.attrs
+    q, k, v = op.inputs[:3]
+    embed, heads = int(p["embed_dim"]), int(p["num_heads"])
+    qdim, kdim, vdim = int(p["qdim"]), int(p["kdim"]), int(p["vdim"])
+    tq = _tokens(ctx, q, qdim)
+    inputs = [tq]
+    if k is not q or v is not q:
+        inputs.append(_tokens(ctx, k, kdim))
+        if v is not k:
+            inputs.append(_tokens(ctx, v, vdim))
+    rows, cols = ncnn_shape(tq)[0], math.prod(ncnn_shape(k)) // kdim
+    if len(op.inputs) > 3:
+        mask = _mask_input(ctx, op, op.inputs[3], heads, rows, cols)
+        if ncnn_shape(mask)[0] == 1 and len(ncnn_shape(mask)) == 3:  # MHA indexes a 3-D mask per head
+            mask = reshape_to(ctx, mask, [rows, cols])
+        inputs.append(mask)
+    weights = {"q_weight_data": a["q_weight"], "q_bias_data": a["q_bias"], "k_weight_data": a["k_weight"],
+               "k_bias_data": a["k_bias"], "v_weight_data": a["v_weight"], "v_bias_data": a["v_bias"],
+               "out_weight_data": a["out_weight"], "out_bias_data": a["out_bias"]}
+    scale = p.get("scale")
+    y = ctx.layer("MultiHeadAttention", inputs, weights=weights, embed_dim=embed, num_heads=heads,
+                  weight_data_size=embed * qdim, kdim=kdim, vdim=vdim, attn_mask=int(len(op.inputs) > 3),
+                  scale=float(scale) if scale is not None else None)
+    want = ncnn_shape(op.outputs[0])
+    if want == [rows, qdim]:
+        return y
+    return reshape_to(ctx, intermediate(y, [rows, qdim]), want, final=True)

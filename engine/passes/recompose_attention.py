@@ -8,6 +8,8 @@ level, after ``recompose_matmul``).
     p = where(logical_not(any(logical_not(eq(a, -inf)), -1, True)), full_like(p, 0), p)  # safe softmax
     out = matmul(p, v)                      # [then permute(out, P), clone, permute(.., P⁻¹)]
 
+(``nn.MultiheadAttention`` with ``need_weights=True`` and hand-written attention give the same
+with ``bmm``, ``softmax.int`` and the scale on ``q`` only, as a ``mul`` or a ``div``.)
 (``is_causal`` adds a mask built from ``arange``/``le``/``logical_and``/``where``.) The chain
 becomes one ``aten.scaled_dot_product_attention.default``. The mask is kept as an input when it
 is computed from graph inputs; a mask built only from creation ops is evaluated here — PyTorch's
@@ -30,7 +32,8 @@ from .manager import graph_pass
 
 log = logging.getLogger(__name__)
 
-_MATMUL = "aten.matmul.default"
+_MATMULS = ("aten.matmul.default", "aten.bmm.default")
+_SOFTMAX = ("aten._softmax.default", "aten.softmax.int")
 
 
 def _producer(opd: Operand | None, *types: str) -> Operator | None:
@@ -42,11 +45,15 @@ def _arg(op: Operator, name: str) -> Operand | None:
     return op.inputs[op.input_names.index(name)] if name in op.input_names else None
 
 
-def _scalar_mul(opd: Operand) -> tuple[Operand, float] | None:
-    m = _producer(opd, "aten.mul.Scalar")
-    if m is None or not isinstance(m.params.get("other"), (int, float)):
-        return None
-    return m.inputs[0], float(m.params["other"])
+def _scalar_mul(opd: Operand) -> tuple[Operand, float, Operator | None]:
+    """``(x, s, op)`` when ``opd`` is ``x * s`` or ``x / (1/s)`` for a number ``s``, else ``(opd, 1, None)``."""
+    m = _producer(opd, "aten.mul.Scalar", "aten.mul.Tensor", "aten.div.Scalar", "aten.div.Tensor")
+    other = None if m is None else m.params.get("other")
+    if m is None or not isinstance(other, (int, float)) or isinstance(other, bool) or len(m.inputs) != 1:
+        return opd, 1.0, None
+    if m.type.startswith("aten.div"):
+        return (m.inputs[0], 1.0 / float(other), m) if other and m.params.get("rounding_mode") is None else (opd, 1.0, None)
+    return m.inputs[0], float(other), m
 
 
 def _swaps_last_two(op: Operator | None) -> bool:
@@ -134,7 +141,7 @@ def _softmax_input(p: Operand, found: _Found) -> Operand | None:
     where = _producer(p, "aten.where.self")
     if where is not None:
         full_like = _producer(_arg(where, "self"), "aten.full_like.default", "pnnx.Attribute")
-        soft = _producer(_arg(where, "other"), "aten._softmax.default")
+        soft = _producer(_arg(where, "other"), *_SOFTMAX)
         cond = _producer(_arg(where, "condition"), "aten.logical_not.default")
         anyop = _producer(cond.inputs[0] if cond else None, "aten.any.dim")
         not1 = _producer(anyop.inputs[0] if anyop else None, "aten.logical_not.default")
@@ -145,7 +152,7 @@ def _softmax_input(p: Operand, found: _Found) -> Operand | None:
             return None
         found.ops += [where, full_like, cond, anyop, not1, eq]
     else:
-        soft = _producer(p, "aten._softmax.default")
+        soft = _producer(p, *_SOFTMAX)
         if soft is None:
             return None
     a = soft.inputs[0]
@@ -167,20 +174,19 @@ def _match(root: Operator) -> _Found | None:
     if add is not None and add.params.get("alpha", 1) == 1:
         scores, found.mask = add.inputs[0], add.inputs[1]
         found.ops.append(add)
-    mm = _producer(scores, _MATMUL)
+    mm = _producer(scores, *_MATMULS)
     if mm is None:
         return None
     found.ops.append(mm)
-    qs, ks = _scalar_mul(mm.inputs[0]), _scalar_mul(mm.inputs[1])
-    if qs is None or ks is None or not math.isclose(qs[1], ks[1], rel_tol=1e-6):
-        return None
-    found.ops += [mm.inputs[0].producer, mm.inputs[1].producer]
-    perm = ks[0].producer
+    q, sq, mq = _scalar_mul(mm.inputs[0])
+    kt, sk, mk = _scalar_mul(mm.inputs[1])
+    found.ops += [m for m in (mq, mk) if m is not None]
+    perm = kt.producer
     if not _swaps_last_two(perm):
         return None
     found.ops.append(perm)
-    found.q, found.k = qs[0], perm.inputs[0]
-    found.scale = qs[1] * ks[1]
+    found.q, found.k = q, perm.inputs[0]
+    found.scale = sq * sk
     if found.q.shape is None or found.k.shape is None or len(found.q.shape) < 2:
         return None
     return found
@@ -245,8 +251,9 @@ def _replace(graph: Graph, found: _Found) -> Operator:
 
 @graph_pass("recompose_attention", "turn core ATen's decomposed scaled_dot_product_attention back into one op")
 def run(graph: Graph, cx) -> None:
+    graph.remove_dead(keep=lambda op: op.type == "pnnx.Input")  # e.g. nn.MultiheadAttention's unused averaged attention weights
     for root in list(graph.ops):
-        if root.type != _MATMUL or len(root.inputs) != 2:
+        if root.type not in _MATMULS or len(root.inputs) != 2:
             continue
         found = _match(root)
         if found is None or not _closed(found):

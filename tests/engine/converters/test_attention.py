@@ -91,3 +91,83 @@ def test_sdpa_computed_bool_mask_refused(tmp_path, dialect):
                      _qkv() + [torch.randn(1, 1, 5, 7)], tmp_path / "m.pt2", dialect=dialect)
     result = convert(str(pt2), ConvertOptions())
     assert not result.ok
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_sdpa_batch_of_sequences(tmp_path, dialect):
+    """(B, H, L, E) attention with B > 1 that is not the model's batch (as after MobileViT's unfold):
+    the B*H sequences are heads to ncnn's SDPA."""
+    check_module(Fn(lambda q, k, v: F.scaled_dot_product_attention(q.reshape(3, 2, 5, 8), k.reshape(3, 2, 7, 8),
+                                                                   v.reshape(3, 2, 7, 8)).reshape(1, 6, 5, 8)),
+                 [torch.randn(1, 6, 5, 8), torch.randn(1, 6, 7, 8), torch.randn(1, 6, 7, 8)], tmp_path,
+                 dialect=dialect, expect_types=["SDPA"])
+
+
+# ----------------------------------------------------------------------------- multi-head attention
+class Mha(torch.nn.Module):
+    """nn.MultiheadAttention in a residual (so its input/output are internal tensors)."""
+
+    def __init__(self, cross=False, need_weights=False, **kwargs):
+        super().__init__()
+        self.cross, self.need_weights = cross, need_weights
+        self.attn = torch.nn.MultiheadAttention(32, 4, **kwargs)
+        self.pre = torch.nn.Linear(32, 32)
+
+    def forward(self, x, *rest):
+        h = self.pre(x)
+        if not self.attn.batch_first:
+            h = h.transpose(0, 1)
+        kv = rest[0] if self.cross else h
+        y = self.attn(h, kv, kv, need_weights=self.need_weights)[0]
+        if not self.attn.batch_first:
+            y = y.transpose(0, 1)
+        return x + y
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("fp16", [False, True])
+@pytest.mark.parametrize("kwargs", [
+    {"batch_first": True}, {"batch_first": False}, {"batch_first": True, "need_weights": True},
+    {"batch_first": True, "bias": False},
+], ids=["batch_first", "seq_first", "need_weights", "nobias"])
+def test_multihead_attention_fused(tmp_path, dialect, fp16, kwargs):
+    c = check_module(Mha(**kwargs).eval(), [torch.randn(1, 9, 32)], tmp_path, dialect=dialect, fp16=fp16)
+    types = _types(c)
+    assert types.count("MultiHeadAttention") == 1 and "SDPA" not in types and "Permute" not in types
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_multihead_attention_cross_kdim_vdim(tmp_path, dialect):
+    m = Mha(cross=True, batch_first=True, kdim=16, vdim=16).eval()
+    c = check_module(m, [torch.randn(1, 9, 32), torch.randn(1, 6, 16)], tmp_path, dialect=dialect)
+    assert _types(c).count("MultiHeadAttention") == 1
+
+
+class MhaMasked(torch.nn.Module):
+    def __init__(self, causal=False):
+        super().__init__()
+        self.causal = causal
+        self.attn = torch.nn.MultiheadAttention(32, 4, batch_first=True)
+
+    def forward(self, x, pad):
+        n = x.shape[1]
+        mask = torch.triu(torch.full((n, n), float("-inf")), 1) if self.causal else None
+        return self.attn(x, x, x, attn_mask=mask, key_padding_mask=pad, need_weights=False)[0]
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_multihead_attention_float_padding_mask(tmp_path, dialect):
+    """A float key_padding_mask (additive, as an input): merged into SDPA's mask."""
+    pad = torch.zeros(1, 9)
+    pad[0, 6:] = -1e4
+    c = check_module(MhaMasked().eval(), [torch.randn(1, 9, 32), pad], tmp_path, dialect=dialect)
+    assert "MultiHeadAttention" in _types(c) or "SDPA" in _types(c)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_hand_written_attention_fused(tmp_path, dialect):
+    """q/k/v linears, view/transpose head split, SDPA, merge, output linear → one MultiHeadAttention."""
+    from tests.engine.models.test_transformer_blocks import SelfAttention
+
+    c = check_module(SelfAttention().eval(), [torch.randn(1, 9, 32)], tmp_path, dialect=dialect)
+    assert _types(c) == ["Input", "MultiHeadAttention"]

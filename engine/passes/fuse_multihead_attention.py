@@ -32,7 +32,8 @@ import numpy as np
 
 from ..converters._weights import derived, matmul_weight
 from ..converters.attention import causal_mask
-from ..ir import Attribute, Graph, Operand, Operator, Provenance
+from ..ir import Attribute, Graph, Operand, Operator
+from ._rewrite import replace_chain
 from .manager import graph_pass
 
 log = logging.getLogger(__name__)
@@ -344,30 +345,15 @@ def _unbroadcast_mask(mask: Operand) -> Operand:
 
 
 def _fuse(graph: Graph, region: _Region) -> Operator:
-    final = region.output
     mask = _mask(graph, region)
     inputs = list(region.inputs) + ([mask] if mask is not None else [])
-    anchor = final.producer
-    fresh = graph.new_operand(graph.unique_operand_name(final.name + "_mha"), dtype=final.dtype, shape=final.shape)
-    fresh.meta = dict(final.meta)
-    new = graph.add_op("nn.MultiheadAttention", graph.unique_op_name(f"{region.sdpa.name}_mha"), inputs, [fresh],
-                       params=dict(region.params), attrs=dict(region.weights),
-                       input_names=["query", "key", "value", "attn_mask"][:len(inputs)],
-                       provenance=Provenance.merge(o.provenance for o in region.ops), before=anchor)
+    root = region.output.producer
+    new = replace_chain(graph, root, [op for op in region.ops if op is not root], "nn.MultiheadAttention", inputs,
+                        params=dict(region.params), attrs=dict(region.weights),
+                        input_names=["query", "key", "value", "attn_mask"][:len(inputs)])
     for key in ("source", "module_stack"):
         if key in region.sdpa.meta:
             new.meta[key] = region.sdpa.meta[key]
-    graph.replace_all_uses(final, fresh)
-    pending = list(region.ops)
-    while pending:
-        ready = [op for op in pending if not any(o.consumers for o in op.outputs)]
-        if not ready:
-            raise RuntimeError(f"fuse_multihead_attention: {[o.name for o in pending]} still used")
-        for op in ready:
-            graph.remove_op(op)
-            pending.remove(op)
-    old_name = final.name
-    graph.rename_operand(fresh, old_name)
     return new
 
 

@@ -31,6 +31,8 @@ from .model import PARAM, DisplayGraph
 MIN_GROUP_OPS = 2
 #: Default expansion keeps about this many boxes and nodes on screen.
 DEFAULT_VISIBLE = 400
+#: ... but never fewer than this many when a group can be opened
+MIN_VISIBLE = 12
 
 ROOT = 0
 
@@ -151,15 +153,20 @@ class GroupTree:
         return n
 
     def default_expanded(self, budget: int = DEFAULT_VISIBLE) -> set[int]:
-        """The deepest uniform expansion that keeps at most ``budget`` things visible (all of
-        it for a small graph; nothing but the top-level boxes for a huge one)."""
-        best: set[int] = set()
-        for depth in range(1, self.max_depth + 1):
-            cand = self.to_depth(depth)
-            if self.visible_count(cand) > budget:
-                break
-            best = cand
-        return best
+        """What a new graph opens with: groups level by level (outermost first, in graph order)
+        as long as at most ``budget`` things stay visible — all of a small graph, the top-level
+        boxes of a huge one; a level showing almost nothing (a model wrapped in one module) is
+        opened whatever it costs."""
+        expanded: set[int] = set()
+        visible = self.visible_count(expanded)
+        for g in sorted(self.groups[1:], key=lambda g: (g.depth, g.first)):
+            if g.parent != ROOT and g.parent not in expanded:
+                continue
+            grows = len(g.members) + len(g.children) - 1
+            if visible + grows <= budget or visible < MIN_VISIBLE:
+                expanded.add(g.id)
+                visible += grows
+        return expanded
 
     def paths(self, ids: Iterable[int]) -> set[str]:
         return {self.groups[i].path for i in ids}

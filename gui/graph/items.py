@@ -5,7 +5,10 @@
   parameters small dashed boxes, problems red; selection, provenance links, search hits and
   diff marks are outlines and badges; a tint (verify's error colour) replaces the category fill
   and a flagged node gets an alert border and badge. Text is kept as ``QStaticText`` per item.
-* :class:`EdgeItem` is a ``QGraphicsPathItem`` (painted by Qt in C++) with an arrow head child.
+* edges are drawn in :class:`EdgeChunk` items (one path for many edges, painted by Qt in C++);
+  an :class:`EdgeRef` stands for one of them (tooltips, emphasis, tests); arrow heads are one
+  path for all edges.
+* :class:`GroupItem` is a module box, collapsed or expanded.
 * :class:`OverviewItem` draws the whole graph as a handful of paths (one per colour), used
   instead of the individual items below a zoom threshold so a frame costs one Python call
   however large the graph is.
@@ -282,28 +285,30 @@ class EdgePens:
         return self.param if edge.from_param else self.normal
 
 
-class EdgeItem(QGraphicsPathItem):
-    """One operand use, routed along the layout's points (painted by Qt; arrow heads are drawn
-    for all edges at once by the scene)."""
+class EdgeRef:
+    """One visible connection. Not an item: edges are painted by Qt in chunks of one path each
+    (:class:`EdgeChunk`), so a graph of 20k edges costs a few dozen items; this object answers
+    what one edge is (``edge``), where it runs (``points``, :meth:`path`) and whether it is
+    emphasized (drawn by the scene's emphasis item)."""
 
-    def __init__(self, index: int, edge: DisplayEdge, points: Sequence[tuple[float, float]], pens: EdgePens):
-        super().__init__(_smooth_path(points))
+    __slots__ = ("index", "edge", "points", "emphasis", "_path", "_hover_shape")
+
+    def __init__(self, index: int, edge: DisplayEdge, points: Sequence[tuple[float, float]]):
         self.index = index
         self.edge = edge
+        self.points = points
         self.emphasis = False
-        self._pens = pens
-        self.setPen(pens.for_edge(edge, False))
+        self._path: QPainterPath | None = None
         self._hover_shape: QPainterPath | None = None
 
-    def set_pens(self, pens: EdgePens) -> None:
-        self._pens = pens
-        self.setPen(pens.for_edge(self.edge, self.emphasis))
+    def path(self) -> QPainterPath:
+        if self._path is None:
+            self._path = QPainterPath()
+            add_smooth_route(self._path, self.points)
+        return self._path
 
     def set_emphasis(self, on: bool) -> None:
-        if on != self.emphasis:
-            self.emphasis = on
-            self.setPen(self._pens.for_edge(self.edge, on))
-            self.setZValue(1 if on else 0)
+        self.emphasis = on
 
     def hover_shape(self) -> QPainterPath:
         """A wide stroke of the path, for tooltips."""
@@ -312,6 +317,17 @@ class EdgeItem(QGraphicsPathItem):
             s.setWidth(8)
             self._hover_shape = s.createStroke(self.path())
         return self._hover_shape
+
+
+class EdgeChunk(QGraphicsPathItem):
+    """Many edges as one path, drawn with one pen (painted by Qt in C++)."""
+
+    def __init__(self, routes: Sequence[Sequence[tuple[float, float]]], pen: QPen):
+        path = QPainterPath()
+        for pts in routes:
+            add_smooth_route(path, pts)
+        super().__init__(path)
+        self.setPen(pen)
 
 
 def arrow_heads(routes: Sequence[Sequence[tuple[float, float]]]) -> QPainterPath:
@@ -326,11 +342,11 @@ def arrow_heads(routes: Sequence[Sequence[tuple[float, float]]]) -> QPainterPath
     return path
 
 
-def _smooth_path(points: Sequence[tuple[float, float]]) -> QPainterPath:
-    """Vertical-tangent cubic segments through the route points (straight where vertical)."""
-    path = QPainterPath()
+def add_smooth_route(path: QPainterPath, points: Sequence[tuple[float, float]]) -> None:
+    """Append a route to ``path``: vertical-tangent cubic segments through its points (straight
+    where vertical)."""
     if not points:
-        return path
+        return
     x0, y0 = points[0]
     path.moveTo(x0, y0)
     for x1, y1 in points[1:]:
@@ -340,7 +356,6 @@ def _smooth_path(points: Sequence[tuple[float, float]]) -> QPainterPath:
             dy = (y1 - y0) * 0.5
             path.cubicTo(x0, y0 + dy, x1, y1 - dy, x1, y1)
         x0, y0 = x1, y1
-    return path
 
 
 class OverviewItem(QGraphicsItem):
@@ -448,7 +463,8 @@ class GroupItem(QGraphicsItem):
         self.expanded = expanded
         self._rect = QRectF(x0, y0, x1 - x0, y1 - y0)
         self._bounds = self._rect.adjusted(-5, -5, 9, 9)
-        # expanded frames under everything, deeper ones above their parents
+        # expanded frames under everything, deeper ones above their parents; collapsed boxes
+        # with the nodes
         self.setZValue(-100 + self.depth if expanded else 3)
 
     @property

@@ -20,16 +20,17 @@ import logging
 import time
 from typing import Sequence
 
-from PySide6.QtCore import QPointF, Qt, Signal
+from PySide6.QtCore import QPointF, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QActionGroup
 from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QMenu, QSizePolicy, QToolButton, QVBoxLayout,
                                QWidget)
 
+from ..gcpause import gc_paused
 from ..theme import GraphTheme
 from ..workers import TaskContext, TaskRunner
 from .grouping import ROOT, GroupTree, flat_tree, group_text, group_tree
 from .hierarchy import HierarchicalLayout, Placement
-from .items import EdgeItem, GroupItem, NodeItem, group_box_sizes, measure
+from .items import EdgeRef, GroupItem, NodeItem, group_box_sizes, measure
 from .model import PARAM, DisplayGraph
 from .scene import GraphScene
 from .tooltips import edge_tooltip, group_tooltip, node_tooltip
@@ -223,6 +224,12 @@ class GraphPanel(QWidget):
     def _install(self, graph: DisplayGraph, tree: GroupTree, sizes: list, box_sizes: list, texts: list,
                  result: tuple[HierarchicalLayout, Placement], keep_view: bool,
                  anchor: tuple[int, QPointF] | None) -> None:
+        with gc_paused():  # thousands of items: no collection walking the heap in between
+            self._install_now(graph, tree, sizes, box_sizes, texts, result, keep_view, anchor)
+
+    def _install_now(self, graph: DisplayGraph, tree: GroupTree, sizes: list, box_sizes: list, texts: list,
+                     result: tuple[HierarchicalLayout, Placement], keep_view: bool,
+                     anchor: tuple[int, QPointF] | None) -> None:
         self._pending = None
         hl, placement = result
         t0 = time.perf_counter()
@@ -252,7 +259,7 @@ class GraphPanel(QWidget):
             self.view.show_start()
         self.timing.update(layout=placement.seconds, scene=time.perf_counter() - t0)
         self.view.set_message("")
-        self.view.minimap.rebuild()
+        QTimer.singleShot(0, self.view.minimap.rebuild)  # after the first frame
         self._update_info()
         log.debug("%s: %d nodes, %d boxes placed in %.3fs, scene in %.3fs", self.key, len(placement.nodes),
                   len(placement.boxes), placement.seconds, self.timing["scene"])
@@ -404,7 +411,7 @@ class GraphPanel(QWidget):
     def _show_zoom(self, z: float) -> None:
         self.zoom_label.setText(f"{z * 100:.0f}%")
 
-    def _tooltip(self, item: NodeItem | EdgeItem | GroupItem) -> str:
+    def _tooltip(self, item: NodeItem | EdgeRef | GroupItem) -> str:
         g = self.graph
         if g is None:
             return ""

@@ -4,7 +4,8 @@
 :class:`~gui.graph.grouping.GroupTree` and a :class:`~gui.graph.hierarchy.Placement` (computed
 in a worker) into items: one :class:`~gui.graph.items.NodeItem` per visible node, one
 :class:`~gui.graph.items.GroupItem` per visible module box (collapsed or expanded), one
-:class:`~gui.graph.items.EdgeItem` per visible connection. Node and group items are made the
+:class:`~gui.graph.items.EdgeRef` per visible connection, the connections drawn in spatial chunks
+(:class:`~gui.graph.items.EdgeChunk`, one path each). Node and group items are made the
 first time they are shown and kept while the graph stays the same, so expanding a group creates
 only what it reveals.
 
@@ -30,7 +31,8 @@ from PySide6.QtWidgets import QGraphicsItem, QGraphicsPathItem, QGraphicsScene
 from ..theme import GraphTheme
 from .grouping import GroupTree
 from .hierarchy import Placement
-from .items import EdgeItem, EdgePens, GroupItem, NodeItem, OverviewItem, _mark_colour, arrow_heads
+from .items import (EdgeChunk, EdgePens, EdgeRef, GroupItem, NodeItem, OverviewItem, _mark_colour, add_smooth_route,
+                    arrow_heads)
 from .model import DisplayGraph
 
 log = logging.getLogger(__name__)
@@ -42,18 +44,8 @@ CHUNK = 3000.0
 MARK_RANK = {"removed": 1, "changed": 2, "added": 3}
 
 
-class _Layer(QGraphicsItem):
-    """An invisible parent, so a whole class of items is shown or hidden at once."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemHasNoContents, True)
-
-    def boundingRect(self) -> QRectF:
-        return QRectF()
-
-    def paint(self, painter, option, widget=None) -> None:  # pragma: no cover - no contents
-        pass
+#: stacking: expanded frames (below, deeper above shallower), edges, arrow heads, boxes and nodes
+Z_EDGE, Z_ARROWS, Z_NODE = 1.0, 2.0, 3.0
 
 
 class NodeItems(SequenceABC):
@@ -96,7 +88,10 @@ class GraphScene(QGraphicsScene):
         self.sizes: list[tuple[float, float]] = []
         self.group_text: list[tuple[str, str]] = []
         self.nodes = NodeItems(self)
-        self.edges: list[EdgeItem] = []
+        self.edges: list[EdgeRef] = []
+        self._edge_chunks: list[EdgeChunk] = []
+        self._emphasis: QGraphicsPathItem | None = None
+        self._edge_boxes = np.zeros((0, 4))
         self.groups: dict[int, GroupItem] = {}  #: visible group boxes by group id
         self.preds: list[list[int]] = []
         self.succs: list[list[int]] = []
@@ -110,10 +105,7 @@ class GraphScene(QGraphicsScene):
         self._overviews: list[OverviewItem] = []
         self._overlay: OverviewItem | None = None
         self._frames: OverviewItem | None = None
-        self._detail_root: _Layer | None = None
-        self._node_layer: _Layer | None = None
-        self._group_layer: _Layer | None = None
-        self._edge_layer: _Layer | None = None
+        self._built = False
         self._detail = True
         self._linked: set[int] = set()
         self._hits: set[int] = set()
@@ -123,6 +115,7 @@ class GraphScene(QGraphicsScene):
         self._emphasized: list[int] = []
         self._selected: set[int] = set()
         self._problem_groups: set[int] = set()
+        self._overview_dirty = False
         self._arrows: QGraphicsPathItem | None = None
         self._pens = EdgePens(theme)
         self.setBackgroundBrush(theme.background)
@@ -133,18 +126,17 @@ class GraphScene(QGraphicsScene):
                   tree: GroupTree, group_text: Sequence[tuple[str, str]]) -> None:
         """Show ``graph`` as ``placement`` arranges it. With the same graph as before (a group
         was expanded or collapsed) the node and group items are kept and moved."""
-        same = graph is self.graph and self._detail_root is not None
+        same = graph is self.graph and self._built
         if not same:
             self.clear()
             self._overviews, self._overlay, self._frames = [], None, None
+            self._edge_chunks, self._emphasis = [], None
             self._node_items, self._group_items = {}, {}
             self._linked, self._hits, self._marks, self._emphasized, self._selected = set(), set(), {}, [], set()
             self._tints, self._flagged = {}, set()
             self.preds, self.succs = graph.neighbours()
-            self._build_layers()
+            self._make_arrows()
         else:
-            for it in self.edges:
-                self.removeItem(it)
             self._emphasized = []
         self.graph, self.tree, self.layout, self.sizes = graph, tree, placement, list(sizes)
         self.group_text = list(group_text)
@@ -154,31 +146,29 @@ class GraphScene(QGraphicsScene):
         self._place_edges(placement)
         self._build_index(placement)
         bounds = QRectF(0, 0, max(placement.width, 1.0), max(placement.height, 1.0))
-        self._build_overview()
+        self._invalidate_overview()
         self._apply_group_states()
         self._emphasize()
         self.set_detail(self._detail, force=True)
         self.setSceneRect(bounds.adjusted(-MARGIN, -MARGIN, MARGIN, MARGIN))
 
-    def _build_layers(self) -> None:
-        root = _Layer()
-        self.addItem(root)
-        self._detail_root = root
-        self._group_layer, self._edge_layer, self._node_layer = _Layer(), _Layer(), _Layer()
-        for z, layer in enumerate((self._group_layer, self._edge_layer, self._node_layer)):
-            layer.setParentItem(root)
-            layer.setZValue(z * 2)
+    def _make_arrows(self) -> None:
+        # every item is top-level: Qt's index then finds just the items in view (a parent item
+        # would make each frame walk all of its children)
+        self._built = True
         self._arrows = QGraphicsPathItem()
         self._arrows.setPen(Qt.PenStyle.NoPen)
         self._arrows.setBrush(self.theme.edge)
-        self._arrows.setParentItem(root)
-        self._arrows.setZValue(3)
+        self._arrows.setZValue(Z_ARROWS)
+        self.addItem(self._arrows)
         self._pens = EdgePens(self.theme)
 
     def _node_item(self, i: int) -> NodeItem:
         it = self._node_items.get(i)
         if it is None:
             it = NodeItem(i, self.graph.nodes[i], self.sizes[i], self.theme)  # type: ignore[union-attr]
+            it.setZValue(Z_NODE)
+            it.setVisible(False)
             it.set_state(selected=i in self._selected, linked=i in self._linked, hit=i in self._hits,
                          mark=self._marks.get(i, ""))
             if i in self._tints or i in self._flagged:
@@ -187,17 +177,16 @@ class GraphScene(QGraphicsScene):
         return it
 
     def _place_nodes(self, p: Placement) -> None:
-        layer = self._node_layer
         for i, it in self._node_items.items():
             if i not in p.nodes and it.isVisible():
                 it.setVisible(False)
         for i, (x, y) in p.nodes.items():
             it = self._node_item(i)
-            if it.parentItem() is not layer:
-                it.setParentItem(layer)
+            if it.scene() is not self:
+                self.addItem(it)
             it.setPos(x, y)
-            if not it.isVisible():
-                it.setVisible(True)
+            if it.isVisible() != self._detail:
+                it.setVisible(self._detail)
 
     def _place_groups(self, p: Placement) -> None:
         self.groups = {}
@@ -210,25 +199,63 @@ class GraphScene(QGraphicsScene):
             if it is None:
                 label, detail = self.group_text[gid]
                 it = GroupItem(gid, label, detail, tree.groups[gid].depth, self.theme)  # type: ignore[union-attr]
-                it.setParentItem(self._group_layer)
+                self.addItem(it)
                 self._group_items[gid] = it
             it.set_box(*box, expanded=gid in p.expanded)
-            it.setVisible(True)
+            it.setVisible(self._detail)
             self.groups[gid] = it
 
     def _place_edges(self, p: Placement) -> None:
+        """Edge references, the chunks that draw them (by where they start; parameter edges in
+        their own, dashed), the arrow heads, and every route's bounding box (tooltips)."""
+        for it in self._edge_chunks:
+            self.removeItem(it)
+        self._edge_chunks = []
         self.edges = []
         self._edges_of = {}
-        graph = self.graph
+        edges = self.graph.edges  # type: ignore[union-attr]
         routes = []
+        cells: dict[tuple[int, int, bool], list] = {}
+        boxes = []
         for k, (ru, rv, ek, route) in enumerate(p.edges):
-            item = EdgeItem(k, graph.edges[ek], route, self._pens)  # type: ignore[union-attr]
-            item.setParentItem(self._edge_layer)
-            self.edges.append(item)
+            e = edges[ek]
+            self.edges.append(EdgeRef(k, e, route))
             self._edges_of.setdefault(ru, []).append(k)
             self._edges_of.setdefault(rv, []).append(k)
             routes.append(route)
+            if route:
+                x0, y0 = route[0]
+                cells.setdefault((int(x0 // CHUNK), int(y0 // CHUNK), e.from_param), []).append(route)
+                xs = [q[0] for q in route]
+                boxes.append((min(xs), route[0][1] if route[0][1] < route[-1][1] else route[-1][1], max(xs),
+                              max(route[0][1], route[-1][1])))
+            else:
+                boxes.append((0.0, 0.0, -1.0, -1.0))
+        for (_cx, _cy, param), rs in cells.items():
+            chunk = EdgeChunk(rs, self._pens.param if param else self._pens.normal)
+            chunk.setZValue(Z_EDGE)
+            chunk.setVisible(self._detail)
+            self.addItem(chunk)
+            self._edge_chunks.append(chunk)
+        self._edge_boxes = np.asarray(boxes, dtype=float).reshape(-1, 4)
         self._arrows.setPath(arrow_heads(routes))  # type: ignore[union-attr]
+        if self._emphasis is None or self._emphasis.scene() is not self:
+            self._emphasis = QGraphicsPathItem()
+            self._emphasis.setZValue(Z_EDGE + 0.5)
+            self.addItem(self._emphasis)
+        self._emphasis.setPen(self._pens.emphasis)
+
+    def edge_at(self, pos: QPointF, tolerance: float) -> EdgeRef | None:
+        """The visible edge passing within ``tolerance`` of a scene position."""
+        if not len(self._edge_boxes):
+            return None
+        b, x, y, d = self._edge_boxes, pos.x(), pos.y(), tolerance
+        near = np.nonzero((b[:, 0] - d <= x) & (x <= b[:, 2] + d) & (b[:, 1] - d <= y) & (y <= b[:, 3] + d))[0]
+        area = QRectF(x - d, y - d, 2 * d, 2 * d)
+        for k in near.tolist():
+            if self.edges[k].hover_shape().intersects(area):
+                return self.edges[k]
+        return None
 
     def _build_index(self, p: Placement) -> None:
         """Rectangles of what a click can hit: visible nodes and collapsed boxes; headers of
@@ -265,7 +292,7 @@ class GraphScene(QGraphicsScene):
             item.node = graph.nodes[i]
             item.update()
         self._find_problem_groups()
-        self._build_overview()
+        self._invalidate_overview()
         self._apply_group_states()
         return True
 
@@ -277,7 +304,10 @@ class GraphScene(QGraphicsScene):
         self.edges, self.sizes = [], []
         self.groups, self._node_items, self._group_items, self._edges_of = {}, {}, {}, {}
         self._overviews, self._overlay, self._frames = [], None, None
-        self._detail_root = self._arrows = self._node_layer = self._group_layer = self._edge_layer = None
+        self._arrows = self._emphasis = None
+        self._edge_chunks = []
+        self._edge_boxes = np.zeros((0, 4))
+        self._built = False
         self._codes = np.zeros(0, dtype=np.int64)
         self._rects = np.zeros((0, 4))
         self._headers = np.zeros((0, 4))
@@ -293,6 +323,17 @@ class GraphScene(QGraphicsScene):
             c = c.darker(115) if not self.theme.dark else c.lighter(130)
         return c
 
+    def _invalidate_overview(self) -> None:
+        """The overview is built when first needed (zooming out, the minimap), not with every
+        layout: most layouts are looked at closely first."""
+        self._overview_dirty = True
+        if not self._detail:
+            self._build_overview()
+
+    def _ensure_overview(self) -> None:
+        if self._overview_dirty:
+            self._build_overview()
+
     def _build_overview(self) -> None:
         """Cut what is visible into square chunks, one overview item each (edges by where they
         start); expanded frames go into one more item, state overlays into another."""
@@ -302,6 +343,8 @@ class GraphScene(QGraphicsScene):
             if it is not None:
                 self.removeItem(it)
         self._overviews = []
+        self._overlay = self._frames = None
+        self._overview_dirty = False
         p = self.layout
         if p is None or self.graph is None:
             return
@@ -369,6 +412,7 @@ class GraphScene(QGraphicsScene):
 
     def overview_items(self) -> list[OverviewItem]:
         """The overview's chunks (frames first), e.g. to render a thumbnail."""
+        self._ensure_overview()
         return ([self._frames] if self._frames is not None else []) + self._overviews
 
     def _group_fill(self) -> QColor:
@@ -417,8 +461,19 @@ class GraphScene(QGraphicsScene):
         if on == self._detail and not force:
             return
         self._detail = on
-        if self._detail_root is not None:
-            self._detail_root.setVisible(on)
+        if not on:
+            self._ensure_overview()
+        p = self.layout
+        if p is not None:
+            for i in p.nodes:
+                self._node_items[i].setVisible(on)
+        for it in self.groups.values():
+            it.setVisible(on)
+        for e in self._edge_chunks:
+            e.setVisible(on)
+        for it in (self._arrows, self._emphasis):
+            if it is not None:
+                it.setVisible(on)
         for it in self._overviews + [x for x in (self._frames, self._overlay) if x is not None]:
             it.setVisible(not on)
 
@@ -514,15 +569,20 @@ class GraphScene(QGraphicsScene):
         return sorted(new)
 
     def _emphasize(self) -> None:
+        """The edges of the selection (up to 64 nodes) drawn over the others."""
         for k in self._emphasized:
             if k < len(self.edges):
                 self.edges[k].set_emphasis(False)
         self._emphasized = []
+        path = QPainterPath()
         if len(self._selected) <= 64:
             for code in {self._rep(i) for i in self._selected}:
                 for k in self._edges_of.get(code, ()):
                     self.edges[k].set_emphasis(True)
                     self._emphasized.append(k)
+                    add_smooth_route(path, self.edges[k].points)
+        if self._emphasis is not None:
+            self._emphasis.setPath(path)
 
     def click(self, index: int | None, *, add: bool = False) -> None:
         """A click on a node (None: on the background) — the user's selection."""
@@ -614,7 +674,7 @@ class GraphScene(QGraphicsScene):
             self._node_items[i].set_tint(new.get(i), i in flags)
         self._tints, self._flagged = new, flags
         self._apply_group_states()
-        self._build_overview()
+        self._invalidate_overview()
 
     @property
     def tints(self) -> dict[str, QColor]:
@@ -644,8 +704,9 @@ class GraphScene(QGraphicsScene):
         for gi in self._group_items.values():
             gi.set_theme(theme)
         self._pens = EdgePens(theme)
-        for e in self.edges:
-            e.set_pens(self._pens)
+        if self.layout is not None:
+            self._place_edges(self.layout)
+            self._emphasize()
         if self._arrows is not None:
             self._arrows.setBrush(theme.edge)
-        self._build_overview()
+        self._invalidate_overview()

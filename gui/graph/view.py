@@ -18,7 +18,7 @@ from PySide6.QtCore import QEvent, QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QKeyEvent, QMouseEvent, QPainter, QTransform, QWheelEvent
 from PySide6.QtWidgets import QGraphicsView, QToolTip
 
-from .items import OVERVIEW_BELOW, EdgeItem, GroupItem, NodeItem
+from .items import OVERVIEW_BELOW, EdgeRef, GroupItem, NodeItem
 from .minimap import Minimap
 from .scene import GraphScene
 
@@ -49,7 +49,7 @@ class GraphView(QGraphicsView):
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self.setFrameShape(QGraphicsView.Shape.NoFrame)
         self.message = ""
-        self.tooltip_for: Callable[[NodeItem | EdgeItem | GroupItem], str] | None = None
+        self.tooltip_for: Callable[[NodeItem | EdgeRef | GroupItem], str] | None = None
         self._press_pos: QPointF | None = None
         self._over_node = False
         self.setMouseTracking(True)
@@ -272,12 +272,8 @@ class GraphView(QGraphicsView):
             return self.tooltip_for(s.groups[g])  # type: ignore[misc]
         if not s.detail:
             return ""
-        d = 4 / max(self.zoom, 0.01)
-        area = QRectF(p.x() - d, p.y() - d, 2 * d, 2 * d)
-        for it in s.items(area, Qt.ItemSelectionMode.IntersectsItemBoundingRect):
-            if isinstance(it, EdgeItem) and it.hover_shape().intersects(area):
-                return self.tooltip_for(it)  # type: ignore[misc]
-        return ""
+        e = s.edge_at(p, 4 / max(self.zoom, 0.01))
+        return self.tooltip_for(e) if e is not None else ""  # type: ignore[misc]
 
     # ---------------------------------------------------------------- message overlay
     def set_message(self, text: str) -> None:

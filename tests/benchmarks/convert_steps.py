@@ -124,6 +124,8 @@ def step_export(a: dict) -> dict:
     res["aten_nodes"] = sum(1 for n in ep.graph.nodes if n.op == "call_function")
     res["parameters"] = int(sum(p.numel() for p in model.parameters()))
     res["output_shape"] = list(y.shape)
+    res["output_absmax"] = float(y.abs().max())
+    res["output_std"] = float(y.std())
     res["torch"] = torch.__version__
     return res
 
@@ -238,36 +240,40 @@ def step_ncnn_check(a: dict) -> dict:
 
 
 def step_ncnn_time(a: dict) -> dict:
-    """Inference time (ms) of each of ``models`` ([{label, param, bin}]) for each thread count:
-    ``warmup`` runs, then ``runs`` timed runs interleaved across the models (order alternating
-    from round to round); median and min of
-    the wall time and of the CPU time (this thread's for one thread — immune to preemption on
-    a busy machine — the process's for more)."""
+    """Inference time (ms) of each of ``models`` ([{label, param, bin}]) for each thread count,
+    median and min of the wall time and of the CPU time (this thread's for one thread — immune
+    to preemption on a busy machine — the process's for more).
+
+    Placement and order matter by a few percent on this machine (the net loaded first ran ~5 %
+    slower than an identical copy loaded later; the model run first in a round slightly
+    slower), so every model is loaded twice in ABBA order (A, B, B, A) and the instances run
+    in alternating order from round to round: ``warmup`` untimed runs, then ``runs`` rounds;
+    the samples of both instances of a model are pooled."""
     import numpy as np
 
     x = np.ascontiguousarray(np.load(a["input"])[0], dtype=np.float32)
-    res: dict = {m["label"]: {} for m in a["models"]}
+    models = a["models"]
+    res: dict = {m["label"]: {} for m in models}
     for threads in a["threads"]:
         cpu_clock = time.thread_time if threads == 1 else time.process_time
-        nets = {m["label"]: _ncnn_net(m["param"], m["bin"], fp32=False, threads=threads) for m in a["models"]}
-        wall: dict[str, list[float]] = {k: [] for k in nets}
-        cpu: dict[str, list[float]] = {k: [] for k in nets}
-        for net in nets.values():
+        instances = [(m["label"], _ncnn_net(m["param"], m["bin"], fp32=False, threads=threads))
+                     for m in models + models[::-1]]
+        wall: dict[str, list[float]] = {m["label"]: [] for m in models}
+        cpu: dict[str, list[float]] = {m["label"]: [] for m in models}
+        for _, net in instances:
             for _ in range(int(a.get("warmup", 2))):
                 _infer(net, x)
-        order = list(nets.items())
         for k in range(int(a.get("runs", 10))):
-            # alternate the order (ABBA...): the first model of a round measured a little slower
-            for label, net in (order if k % 2 == 0 else order[::-1]):
+            for label, net in (instances if k % 2 == 0 else instances[::-1]):
                 t0, c0 = time.perf_counter(), cpu_clock()
                 _infer(net, x)
                 cpu[label].append((cpu_clock() - c0) * 1000.0)
                 wall[label].append((time.perf_counter() - t0) * 1000.0)
-        for label in nets:
+        for label in wall:
             res[label][str(threads)] = {"median_ms": statistics.median(wall[label]), "min_ms": min(wall[label]),
                                         "cpu_median_ms": statistics.median(cpu[label]),
                                         "cpu_min_ms": min(cpu[label]), "samples": wall[label], "cpu_samples": cpu[label]}
-        del nets
+        del instances
     return res
 
 
@@ -353,8 +359,9 @@ def step_divergence(a: dict) -> dict:
 
 
 def step_profile(a: dict) -> dict:
-    """cProfile of ``engine.convert`` (after one warm-up conversion); the stats as text in
-    ``out`` sorted by cumulative and by internal time."""
+    """cProfile of ``engine.convert`` and writing the files (after one warm-up conversion), with
+    the CLI's options (no snapshots); the stats as text in ``out`` sorted by cumulative and by
+    internal time."""
     import cProfile
     import io
     import pstats
@@ -363,10 +370,11 @@ def step_profile(a: dict) -> dict:
     from engine.convert import ConvertOptions, convert
 
     convert(a["pt2"], ConvertOptions())
+    Path(a["dir"]).mkdir(parents=True, exist_ok=True)
     prof = cProfile.Profile()
     t0 = time.perf_counter()
     prof.enable()
-    result = convert(a["pt2"], ConvertOptions())
+    result = convert(a["pt2"], ConvertOptions(snapshots=False))
     result.write_all(Path(a["dir"]), "model", partial=True)
     prof.disable()
     total = time.perf_counter() - t0

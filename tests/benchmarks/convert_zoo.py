@@ -1,7 +1,8 @@
 """The torchvision models of the conversion benchmark (``bench_convert.py``) and how each is
-built: random initial weights (``weights=None``, nothing downloaded), a fixed seed, BatchNorm
-running statistics calibrated on a few random batches in train mode (so BatchNorm folding is
-exercised with non-trivial statistics), then eval mode.
+built: random initial weights (``weights=None``, nothing downloaded), a fixed seed, no layer
+left at an init that hides errors (zero heads, 1e-6 layer scales), BatchNorm running
+statistics calibrated on a few random batches in train mode (so BatchNorm folding is exercised
+with non-trivial statistics), then eval mode.
 
 Only the builders import torch/torchvision, lazily: the orchestrator imports this module for
 the names alone.
@@ -66,6 +67,23 @@ def calibrate_batchnorm(model, *, batches: int = 3, batch_size: int = 4, shape=I
         m.momentum = mom
 
 
+def make_numerics_meaningful(model) -> None:
+    """Random-init choices that would hide conversion errors: a zero-initialised layer (ViT's
+    classifier head: its output would be all zeros) gets N(0, 0.02) weights, and ConvNeXt's
+    1e-6 layer scales (blocks that are almost identities) become U(0.5, 1)."""
+    import torch
+
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, (torch.nn.Linear, torch.nn.Conv2d)) and not m.weight.any():
+                torch.nn.init.normal_(m.weight, std=0.02)
+                if m.bias is not None:
+                    torch.nn.init.normal_(m.bias, std=0.02)
+        for pname, p in model.named_parameters():
+            if pname.endswith("layer_scale"):
+                p.uniform_(0.5, 1.0)
+
+
 def build(name: str, seed: int = 0):
     """The eval-mode model ``name`` with seeded random weights and calibrated BatchNorm."""
     import torch
@@ -74,6 +92,7 @@ def build(name: str, seed: int = 0):
     spec = ZOO[name]
     torch.manual_seed(seed)
     model = getattr(torchvision.models, name)(weights=None, **spec.kwargs)
+    make_numerics_meaningful(model)
     calibrate_batchnorm(model)
     return model.eval()
 

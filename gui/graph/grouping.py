@@ -12,8 +12,11 @@ Rules that keep the boxes meaningful:
   drawn above that operator, and its own module may own no operator at all);
 * a module whose whole subtree holds fewer than :data:`MIN_GROUP_OPS` operators gets no box of
   its own: its nodes go to the nearest enclosing group (``conv1 · Conv2d`` around one conv node
-  says nothing the node does not), and so does a module with a single child group and no
-  operators of its own (``encoder`` → ``encoder.layers`` collapse into one box).
+  says nothing the node does not);
+* a module with a single child group and no operators of its own is one box with that child:
+  the outer module's, unless only the child has a real class (``encoder`` · TransformerEncoder
+  holds ``encoder.layers.0`` … directly; its ``encoder.layers`` ModuleList, never called, has no
+  class and no box).
 
 The tree also answers what the views ask: the visible representative of a node for a set of
 expanded groups (:meth:`GroupTree.representative`), the groups to expand to reveal a node
@@ -211,7 +214,13 @@ def group_tree(graph: DisplayGraph, classes: Mapping[str, str] | None = None) ->
     for p in sorted(kept, key=lambda s: s.count(".")):
         kids = kept_children.get(p, [])
         if len(kids) == 1 and not direct_ops.get(p) and ops_below.get(p) == ops_below.get(kids[0]):
-            kept.discard(p)
+            # one box for the two: the outer module, unless only the inner one has a real class
+            # (``encoder · TransformerEncoder`` over its ``encoder.layers`` ModuleList)
+            inner = kids[0]
+            drop = inner if _is_container(classes.get(inner, "")) and classes.get(p) else p
+            kept.discard(drop)
+            if drop == inner:
+                kept_children[p] = kept_children.get(inner, [])
     groups: list[Group] = [Group(ROOT, "", short_class(classes.get("", "")), -1, 0)]
     gid_of_path: dict[str, int] = {"": ROOT}
 
@@ -249,6 +258,15 @@ def group_tree(graph: DisplayGraph, classes: Mapping[str, str] | None = None) ->
     for g in groups:
         g.children.sort(key=lambda c: groups[c].first)
     return GroupTree(groups, group_of)
+
+
+_CONTAINERS = ("ModuleList", "Sequential", "ModuleDict")
+
+
+def _is_container(qualified: str) -> bool:
+    """A class that only holds submodules (or an unknown one: containers are never called, so
+    ``nn_module_stack`` does not name them)."""
+    return not qualified or short_class(qualified) in _CONTAINERS
 
 
 def _kept_parent(path: str, kept: set[str]) -> str:

@@ -88,11 +88,14 @@ class HierarchicalLayout:
     """Structure of one display graph split by its group tree, with a cache of inner layouts."""
 
     def __init__(self, graph: DisplayGraph, tree: GroupTree, sizes: Sequence[tuple[float, float]],
-                 group_sizes: Sequence[tuple[float, float]], options: LayoutOptions | None = None):
+                 group_sizes: Sequence[tuple[float, float]], options: LayoutOptions | None = None,
+                 header_widths: Sequence[float] = ()):
         self.graph = graph
         self.tree = tree
         self.sizes = list(sizes)
         self.group_sizes = list(group_sizes)
+        #: least width of an expanded box (its header)
+        self.header_widths = list(header_widths) or [w for w, _h in group_sizes]
         self.options = options or LayoutOptions()
         self._lock = threading.Lock()
         self._cache: dict[int, tuple[tuple, _Inner]] = {}
@@ -139,8 +142,7 @@ class HierarchicalLayout:
         if gid not in expanded:
             return self.group_sizes[gid]
         inner = self._cache[gid][1]
-        w0, _ = self.group_sizes[gid]
-        return max(inner.width + 2 * PAD, w0), inner.height + HEADER + PAD
+        return max(inner.width + 2 * PAD, self.header_widths[gid]), inner.height + HEADER + PAD
 
     def _elem_size(self, code: int, expanded: frozenset[int]) -> tuple[float, float]:
         return self.sizes[code] if code >= 0 else self.box_size(-1 - code, expanded)

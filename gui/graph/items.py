@@ -437,6 +437,12 @@ def group_box_sizes(texts: Sequence[tuple[str, str]], theme: "GraphTheme") -> li
     return out
 
 
+def group_header_widths(texts: Sequence[tuple[str, str]], theme: "GraphTheme") -> list[float]:
+    """Width an expanded box needs for its header (label and detail side by side)."""
+    fm_b, fm_s = QFontMetricsF(theme.bold), QFontMetricsF(theme.small)
+    return [fm_b.horizontalAdvance(label) + fm_s.horizontalAdvance(detail) + 56 for label, detail in texts]
+
+
 class GroupItem(QGraphicsItem):
     """One module box: collapsed (a stacked box with the module path, its class and how many
     operators it holds; click to expand) or expanded (a tinted frame with a header; click the

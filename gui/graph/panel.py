@@ -30,7 +30,7 @@ from ..theme import GraphTheme
 from ..workers import TaskContext, TaskRunner
 from .grouping import ROOT, GroupTree, flat_tree, group_text, group_tree
 from .hierarchy import HierarchicalLayout, Placement
-from .items import EdgeRef, GroupItem, NodeItem, group_box_sizes, measure
+from .items import EdgeRef, GroupItem, NodeItem, group_box_sizes, group_header_widths, measure
 from .model import PARAM, DisplayGraph
 from .scene import GraphScene
 from .tooltips import edge_tooltip, group_tooltip, node_tooltip
@@ -44,9 +44,10 @@ REVEAL_LIMIT = 200
 
 
 def _run_layout(ctx: TaskContext, hl: HierarchicalLayout | None, graph: DisplayGraph, tree: GroupTree,
-                sizes: list, box_sizes: list, expanded: frozenset[int]) -> tuple[HierarchicalLayout, Placement]:
+                sizes: list, box_sizes: list, expanded: frozenset[int],
+                header_widths: list) -> tuple[HierarchicalLayout, Placement]:
     if hl is None:
-        hl = HierarchicalLayout(graph, tree, sizes, box_sizes)
+        hl = HierarchicalLayout(graph, tree, sizes, box_sizes, header_widths=header_widths)
     return hl, hl.place(expanded, cancel=ctx)
 
 
@@ -204,7 +205,7 @@ class GraphPanel(QWidget):
         self.view.set_message(f"Laying out {n:,} nodes…" if n > 300 else "")
         self._pending = self.runner.submit(
             f"layout of the {self.key} graph", _run_layout, hl, graph, tree, sizes, box_sizes, expanded,
-            group=f"layout:{self.key}", quiet=n < 300,
+            group_header_widths(texts, self.scene.theme) if hl is None else [], group=f"layout:{self.key}", quiet=n < 300,
             on_result=lambda res, g=graph, t=tree, s=sizes, b=box_sizes, x=texts, k=keep_view, a=anchor:
             self._install(g, t, s, b, x, res, k, a),
             on_error=lambda _e: self.view.set_message("The graph could not be laid out (see the message)."))

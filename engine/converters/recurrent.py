@@ -47,7 +47,7 @@ import numpy as np
 
 from ..convert.registry import aten_converter, ncnn_rule
 from ..convert.shapes import ncnn_shape
-from ..ir import Attribute, Operand
+from ..ir import Attribute, Dim, Operand
 from ..ncnn.enums import BinaryOpType, ReshapeDim
 from ._weights import derived
 from .shape import intermediate, reshape_params, reshape_to
@@ -278,11 +278,13 @@ def _concat(ctx, parts: list[Operand], axis: int, shape: list) -> Operand:
 
 
 # layers ------------------------------------------------------------------------
-def _ncnn_layer(ctx, op, spec: _Spec, k: int, seq: Operand, t, init: list[Operand], n_states: int) -> list[Operand]:
+def _ncnn_layer(ctx, op, spec: _Spec, k: int, seq: Operand, t: Dim, init: list[Operand],
+                n_states: int) -> list[Operand]:
     """One ncnn LSTM/GRU/RNN layer over the ``(t, F)`` blob ``seq``: ``[sequence, *final
     states]`` (``n_states`` of them)."""
     extra = {"hidden_size": spec.hidden} if spec.kind == "LSTM" else {}
-    outs = ctx.layer(spec.kind, [seq, *init], outputs=1 + n_states, weights=_layer_weights(op, spec, k),
+    name = f"{op.meta.get('lowering_name', op.name)}_l{k}"
+    outs = ctx.layer(spec.kind, [seq, *init], outputs=1 + n_states, weights=_layer_weights(op, spec, k), name=name,
                      num_output=spec.width, direction=2 if spec.dirs == 2 else 0,
                      weight_data_size=spec.dirs * _GATES[spec.kind] * spec.hidden * spec.layer_input(k), **extra)
     outs = [outs] if isinstance(outs, Operand) else outs

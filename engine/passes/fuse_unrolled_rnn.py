@@ -59,6 +59,7 @@ class _Module:
 
 
 def _layers(chains: list[cells.Chain]) -> list[_Layer]:
+    """Directions reading the same input from the same state tensor, paired into layers."""
     w = cells.Walk()
     groups: dict[tuple[int, int], list[cells.Chain]] = {}
     for c in chains:
@@ -99,9 +100,10 @@ def _final_state(w: cells.Walk, rows: list[Operand], shape: list) -> Operand | N
     cat = cells.cat_of(w, parts, 0)
     if cat is None:
         raise cells.NoMatch("final states are not stacked")
-    if list(cat.shape) == list(shape):
-        return cat
-    return w.user(cat, *cells.VIEWS).outputs[0]
+    view = w.user(cat, *cells.VIEWS)
+    if list(view.outputs[0].shape) != list(shape):
+        raise cells.NoMatch(f"{view.name} does not stack the final states")
+    return view.outputs[0]
 
 
 def _batch_first(w: cells.Walk, x: Operand, out: Operand | None, module_ops) -> tuple[Operand, Operand | None, bool]:

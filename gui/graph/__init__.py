@@ -2,21 +2,27 @@
 
 The pipeline from an IR graph to pixels, and where each step runs:
 
-1. :mod:`.model` (GUI thread or worker, pure Python) — ``display_graph(ir_graph)`` makes a
+1. :mod:`.model` (worker, pure Python) — ``display_graph(ir_graph)`` makes a
    :class:`~.model.DisplayGraph`: one node per operator with its kind, label, output shape,
-   colour category, module path, provenance and problem, one edge per operand use.
-2. :mod:`.items` ``measure()`` (GUI thread: font metrics) — the size of every node.
-3. :mod:`.layout` (worker, pure Python) — ``layered_layout(sizes, edges)`` → a
-   :class:`~.layout.LayoutResult` of positions and edge routes.
-4. :mod:`.scene` (GUI thread) — the scene creates items from the layout result only.
-5. :mod:`.items` / :mod:`.view` — painting with level of detail: full boxes with text when
-   readable, boxes only when small, and below a zoom threshold one overview item drawing the
-   whole graph as a few paths.
+   colour category, module path, provenance and problem, one edge per operand use, and the
+   class of every module path.
+2. :mod:`.grouping` (GUI thread, pure Python, linear) — the nodes grouped by ``nn.Module``
+   into a :class:`~.grouping.GroupTree` (the same hierarchy for ATen, pnnx and ncnn views: the
+   lowered operators carry the module paths of the ATen nodes they came from).
+3. :mod:`.items` ``measure()`` / ``group_box_sizes()`` (GUI thread: font metrics) — the size of
+   every node and collapsed box.
+4. :mod:`.hierarchy` over :mod:`.layout` (worker, pure Python) — the layered layout run once
+   per *expanded* group, with child groups as boxes and ports where edges cross a group's
+   border, cached per group and composed into a :class:`~.hierarchy.Placement` (positions of
+   what is visible, one route per visible connection). Opening a group lays out that group
+   and re-places its ancestors.
+5. :mod:`.scene` (GUI thread) — items for what the placement shows: nodes and boxes (kept and
+   moved while the graph stays the same), edges in spatial chunks (one path each).
+6. :mod:`.items` / :mod:`.view` / :mod:`.minimap` — painting with level of detail: full boxes
+   with text when readable, boxes only when small, and below a zoom threshold a few overview
+   chunks drawing everything as paths; every item is top-level so Qt's index hands a frame
+   only the items in view. The minimap shows where the view is.
 
-:mod:`.panel` runs steps 2–4 for one side of the window.
-
-Module grouping (collapsible boxes per ``nn.Module``) fits into the same pipeline: a collapsed
-group becomes one node of step 1 (its size from its label), an expanded one a node whose size is
-its own inner layout, laid out recursively by step 3 per group, so that expanding a group lays
-out only that group; nodes already carry their module path (``DisplayNode.module``).
+:mod:`.panel` runs steps 2–5 for one side of the window and keeps which groups are open.
+:mod:`.synthetic` makes large graphs with a module hierarchy for tests and benchmarks.
 """

@@ -1,14 +1,15 @@
 """The overview map in a corner of a graph view: the whole graph as a thumbnail and the part
 the view shows as a rectangle; clicking or dragging in it moves the view there.
 
-The thumbnail is rendered once per layout from the scene's overview chunks (a handful of
-paths); scrolling and zooming only repaint the rectangle over it, so the map costs nothing per
-frame that grows with the graph.
+The thumbnail is made once per layout from the scene's node rectangles with numpy (a dot per
+node in its colour, outlines of the outer module boxes); scrolling and zooming only repaint the
+rectangle over it, so the map costs nothing per frame that grows with the graph.
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QImage, QMouseEvent, QPainter, QPaintEvent, QPen, QTransform
 from PySide6.QtWidgets import QWidget
@@ -18,12 +19,15 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: largest side of the map, pixels
 SIDE = 170
+#: least width (height) of the map of a very tall (wide) graph
+THIN = 56
 MARGIN = 10
 
 
 class Minimap(QWidget):
     def __init__(self, view: "GraphView"):
-        super().__init__(view.viewport())
+        # a child of the view, not of its viewport: scrolling the viewport would move it along
+        super().__init__(view)
         self.view = view
         self.image = QImage()
         self._to_map = QTransform()
@@ -42,28 +46,47 @@ class Minimap(QWidget):
             self.hide()
             return
         scale = min(SIDE / rect.width(), SIDE / rect.height())
-        w, h = max(int(rect.width() * scale), 24), max(int(rect.height() * scale), 24)
+        # a very tall (or wide) graph is squeezed less across, so the map stays usable
+        w, h = max(int(rect.width() * scale), THIN), max(int(rect.height() * scale), THIN)
+        sx, sy = w / rect.width(), h / rect.height()
         self.setFixedSize(w + 2, h + 2)
         self._scene_rect = rect
-        self._to_map = QTransform().translate(1, 1).scale(scale, scale).translate(-rect.left(), -rect.top())
-        dpr = self.devicePixelRatioF()
-        img = QImage(int((w + 2) * dpr), int((h + 2) * dpr), QImage.Format.Format_ARGB32_Premultiplied)
-        img.setDevicePixelRatio(dpr)
-        bg = QColor(scene.theme.background)
-        img.fill(bg)
-        p = QPainter(img)
-        p.setRenderHint(QPainter.RenderHint.Antialiasing, True)
-        p.setTransform(self._to_map)
-        for item in scene.overview_items():
-            item.paint(p, None)
-        p.end()
-        self.image = img
+        self._to_map = QTransform().translate(1, 1).scale(sx, sy).translate(-rect.left(), -rect.top())
+        self.image = self._thumbnail(scene, rect, sx, sy, w + 2, h + 2)
         self.place()
         self.update_visibility()
 
+    def _thumbnail(self, scene, rect: QRectF, sx: float, sy: float, w: int, h: int) -> QImage:
+        """The graph as dots of its nodes' colours (numpy: a few array operations whatever the
+        graph's size) with the outlines of the outer module boxes drawn over."""
+        bg = QColor(scene.theme.background)
+        pix = np.empty((h, w, 4), dtype=np.uint8)
+        pix[:] = (bg.blue(), bg.green(), bg.red(), 255)
+        rects, colours = scene.minimap_content()
+        if len(rects):
+            k = np.linspace(0.15, 0.85, 3)
+            fx, fy = np.meshgrid(k, k)
+            xs = rects[:, 0:1] + (rects[:, 2:3] - rects[:, 0:1]) * fx.ravel()
+            ys = rects[:, 1:2] + (rects[:, 3:4] - rects[:, 1:2]) * fy.ravel()
+            px = np.clip(((xs - rect.left()) * sx + 1).astype(int), 0, w - 1)
+            py = np.clip(((ys - rect.top()) * sy + 1).astype(int), 0, h - 1)
+            pix[py, px] = colours[:, None, :]
+        img = QImage(pix.data, w, h, 4 * w, QImage.Format.Format_ARGB32_Premultiplied).copy()
+        p = QPainter(img)
+        p.setTransform(self._to_map)
+        pen = QPen(QColor(scene.theme.border), 0)
+        pen.setCosmetic(True)
+        p.setPen(pen)
+        p.setBrush(Qt.BrushStyle.NoBrush)
+        for x0, y0, x1, y1 in scene.minimap_frames():
+            p.drawRect(QRectF(x0, y0, x1 - x0, y1 - y0))
+        p.end()
+        return img
+
     def place(self) -> None:
-        vp = self.view.viewport()
-        self.move(vp.width() - self.width() - MARGIN, vp.height() - self.height() - MARGIN)
+        vp = self.view.viewport().geometry()
+        self.move(vp.right() - self.width() - MARGIN, vp.bottom() - self.height() - MARGIN)
+        self.raise_()
 
     def update_visibility(self) -> None:
         """Shown only when the graph does not fit the view."""

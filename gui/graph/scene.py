@@ -410,10 +410,33 @@ class GraphScene(QGraphicsScene):
         for it in self._overviews + [self._frames, self._overlay]:
             it.setVisible(not self._detail)
 
-    def overview_items(self) -> list[OverviewItem]:
-        """The overview's chunks (frames first), e.g. to render a thumbnail."""
-        self._ensure_overview()
-        return ([self._frames] if self._frames is not None else []) + self._overviews
+    def minimap_content(self) -> tuple[np.ndarray, np.ndarray]:
+        """Rectangles of the visible nodes and collapsed boxes (N×4) and their colours as BGRA
+        bytes (N×4), for the minimap."""
+        if self.graph is None or not len(self._codes):
+            return np.zeros((0, 4)), np.zeros((0, 4), dtype=np.uint8)
+        cache: dict[object, tuple[int, int, int, int]] = {}
+        nodes = self.graph.nodes
+        out = []
+        for code in self._codes.tolist():
+            if code < 0:
+                key: object = "group"
+            else:
+                n = nodes[code]
+                key = ("p", n.kind) if n.problem else (code if code in self._tints else (n.category, n.kind))
+            bgra = cache.get(key)
+            if bgra is None:
+                c = self._group_fill() if code < 0 else self._node_colour(code)
+                bgra = cache[key] = (c.blue(), c.green(), c.red(), 255)
+            out.append(bgra)
+        return self._rects, np.asarray(out, dtype=np.uint8)
+
+    def minimap_frames(self) -> list[tuple[float, float, float, float]]:
+        """Expanded boxes of the two outer levels (the minimap outlines them)."""
+        p, tree = self.layout, self.tree
+        if p is None or tree is None:
+            return []
+        return [p.boxes[g] for g in p.expanded if g in p.boxes and tree.groups[g].depth <= 2]
 
     def _group_fill(self) -> QColor:
         c = QColor(self.theme.fill("other"))

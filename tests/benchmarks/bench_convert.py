@@ -81,6 +81,7 @@ def parse_args(argv=None):
     p.add_argument("--profile", action="store_true", help="cProfile our conversion into WORK/<model>/profile.txt")
     p.add_argument("--out", default="convert", help="results file stem in tests/benchmarks/results/ (convert*)")
     p.add_argument("--fresh", action="store_true", help="do not keep rows of models not run now")
+    p.add_argument("--render", action="store_true", help="only rewrite the .md from the .json (after a report change)")
     return p.parse_args(argv)
 
 
@@ -347,6 +348,10 @@ def write_results(records: list[dict], env: dict, stem: str, fresh: bool) -> tup
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    if args.render:
+        data = json.loads((RESULTS / f"{args.out}.json").read_text())
+        (RESULTS / f"{args.out}.md").write_text(report.markdown(data["records"], data["env"]))
+        return 0
     threads = [int(t) for t in args.threads.split(",")]
     models = selected_models(args)
     args.work.mkdir(parents=True, exist_ok=True)

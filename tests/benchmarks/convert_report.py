@@ -221,10 +221,14 @@ def details(records: list[dict], threads: list[int]) -> str:
         items = _diagnostics_md(rec) if ours_status(rec) != "✅" else []
         oi, pi = infer_ms(o, threads[0]), infer_ms(p, threads[0])
         if oi and pi and oi > INFER_SLACK * pi or (o.get("layers") or 0) > (p.get("layers") or 10 ** 9):
-            diff = rec.get("param_diff") or {}
+            diff = rec.get("param_diff")
             if diff:
                 items.append("- layer types ours vs pnnx (differing counts): "
                              + ", ".join(f"{k} {a}/{b}" for k, a, b in ((k, *v) for k, v in diff.items())))
+            elif diff == {}:
+                items.append(f"- inference {_ratio(oi, pi)} pnnx's with the same layer types and counts: compare the "
+                             f"layers' params; if they agree, this is run-to-run noise (re-measure with "
+                             f"`--models {rec['model']} --runs 40`)")
         oc, pc = _get(o, "cli", "seconds"), _get(p, "cli", "seconds")
         ip = o.get("inprocess", {})
         if oc and pc and oc > pc:

@@ -218,7 +218,28 @@ class TinyConvNeXt(nn.Module):
 def test_convnext_block(tmp_path, dialect, fp16):
     c = check_module(_randomize(ConvNeXtBlock()), [torch.randn(1, 32, 14, 14)], tmp_path, dialect=dialect,
                      fp16=fp16)
-    assert "LayerNorm" in _types(c)
+    # channels-first MLP: permute-LayerNorm-permute, 1x1 convolutions, layer scale folded
+    assert _types(c) == ["Input", "Split", "ConvolutionDepthWise", "Permute", "LayerNorm", "Permute", "Convolution",
+                         "GELU", "Convolution", "BinaryOp"]
+
+
+class ConvNeXtBlockTimm(ConvNeXtBlock):
+    """timm's variant: the layer scale (C,) multiplies inside the NHWC section."""
+
+    def __init__(self, dim=32):
+        super().__init__(dim)
+        self.gamma = nn.Parameter(torch.rand(dim) + 0.5)
+
+    def forward(self, x):
+        y = self.dwconv(x).permute(0, 2, 3, 1)
+        y = (self.pw2(self.act(self.pw1(self.norm(y)))) * self.gamma).permute(0, 3, 1, 2)
+        return x + y
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_convnext_block_timm_scale(tmp_path, dialect):
+    c = check_module(_randomize(ConvNeXtBlockTimm()), [torch.randn(1, 32, 14, 14)], tmp_path, dialect=dialect)
+    assert _types(c).count("Convolution") == 2 and "Gemm" not in _types(c) and "MemoryData" not in _types(c)
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)

@@ -8,6 +8,9 @@ ATen → pnnx (pnnx's module ops, params and attribute names):
 ``aten.gru.input``                     ``nn.GRU`` (same, without ``proj_size``)
 ``aten.rnn_tanh.input``,               ``nn.RNN`` (same, plus ``nonlinearity`` ``tanh``/``relu``)
 ``aten.rnn_relu.input``
+``aten.lstm_cell.default``,            ``nn.LSTMCell`` / ``nn.GRUCell`` / ``nn.RNNCell``
+``aten.gru_cell.default``,             (``input_size, hidden_size, bias[, nonlinearity]``;
+``aten.rnn_tanh/relu_cell.default``    attributes ``weight_ih, weight_hh, bias_ih, bias_hh``)
 =====================================  ==========================================================
 
 Attributes ``weight_ih_l{k}``, ``weight_hh_l{k}``, ``bias_ih_l{k}``, ``bias_hh_l{k}``,
@@ -37,6 +40,9 @@ Layouts (ncnn has no batch; the batch size must be 1):
 
 ncnn's ``RNN`` only has tanh: a relu RNN (fixed ``T``) is unrolled into a ``Gemm`` for the
 input projection, one ``Gemm`` + ``BinaryOp`` add + ``ReLU`` per step and ``Concat``.
+
+A cell is the same ncnn layer on a one-row sequence: the ``(1, features)`` input and states are
+reshaped to 2-D rows, the layer's output row is the new ``h`` (its cell blob the new ``c``).
 """
 from __future__ import annotations
 
@@ -57,6 +63,8 @@ log = logging.getLogger(__name__)
 #: ATen overload → (pnnx kind, nonlinearity)
 _ATEN = {"aten.lstm.input": ("LSTM", None), "aten.gru.input": ("GRU", None),
          "aten.rnn_tanh.input": ("RNN", "tanh"), "aten.rnn_relu.input": ("RNN", "relu")}
+_CELLS = {"aten.lstm_cell.default": ("LSTM", None), "aten.gru_cell.default": ("GRU", None),
+          "aten.rnn_tanh_cell.default": ("RNN", "tanh"), "aten.rnn_relu_cell.default": ("RNN", "relu")}
 #: gate blocks per kind (rows of weight_ih = gates * hidden_size)
 _GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
 _SUFFIX = ("", "_reverse")
@@ -114,26 +122,58 @@ def _is_zero(ctx, opd: Operand) -> bool:
     return value is not None and not np.any(value)
 
 
+def _emit(ctx, op, type_: str, kind: str, params: dict, weights: dict, nonlinearity: str | None) -> list[Operand]:
+    """The pnnx op: the input, the initial states unless all are constant zeros, the outputs
+    shaped as ``op``'s."""
+    w_ih = weights[next(n for n in weights if n.startswith("weight_ih"))]
+    params = {"input_size": int(w_ih.shape[1]), "hidden_size": int(w_ih.shape[0]) // _GATES[kind], **params}
+    if nonlinearity:
+        params["nonlinearity"] = nonlinearity
+    states = _listed(op, "hx")
+    inputs = [op.inputs[0]] + ([] if all(_is_zero(ctx, s) for s in states) else states)
+    outs = ctx.emit(type_, inputs, params=params, attrs=weights, outputs=[None] * len(op.outputs))
+    for new, old in zip(outs, op.outputs):
+        new.dtype, new.shape = old.dtype, None if old.shape is None else list(old.shape)
+    return outs
+
+
 @aten_converter(*_ATEN, validator=_check_aten)
 def recurrent(ctx, op):
     kind, nonlinearity = _ATEN[op.type]
     weights = {n: ctx.attribute(o) for n, o in zip(_weight_names(op), _listed(op, "params"))}
-    w_ih = weights["weight_ih_l0"]
-    states = _listed(op, "hx")
-    params = {"input_size": int(w_ih.shape[1]), "hidden_size": int(w_ih.shape[0]) // _GATES[kind],
-              "num_layers": int(op.params["num_layers"]), "bias": bool(op.params.get("has_biases")),
+    params = {"num_layers": int(op.params["num_layers"]), "bias": bool(op.params.get("has_biases")),
               "batch_first": bool(op.params.get("batch_first")), "bidirectional": bool(op.params.get("bidirectional"))}
     if kind == "LSTM":
         params["proj_size"] = int(weights["weight_hr_l0"].shape[0]) if "weight_hr_l0" in weights else 0
-    if nonlinearity:
-        params["nonlinearity"] = nonlinearity
-    inputs = [op.inputs[0]] + ([] if all(_is_zero(ctx, s) for s in states) else states)
-    outs = ctx.emit(f"nn.{kind}", inputs, params=params, attrs=weights, outputs=len(op.outputs))
-    for new, old in zip(outs, op.outputs):
-        new.dtype, new.shape = old.dtype, None if old.shape is None else list(old.shape)
+    outs = _emit(ctx, op, f"nn.{kind}", kind, params, weights, nonlinearity)
     # the sequence keeps its batch axis at dim 0 only when batch_first; states are (L*D, B, H)
     outs[0].producer.meta["batch_out"] = [params["batch_first"]] + [False] * (len(outs) - 1)
     return outs
+
+
+_CELL_WEIGHTS = {"w_ih": "weight_ih", "w_hh": "weight_hh", "b_ih": "bias_ih", "b_hh": "bias_hh"}
+
+
+def _check_cell(op, ctx):
+    for arg in _CELL_WEIGHTS:
+        opd = op.named_input(arg)
+        if opd is None and arg.startswith("w_"):
+            return f"unsupported: {op.type} without {arg}"
+        if opd is not None and ctx.attribute(opd) is None:
+            return f"unsupported: {op.type} weight {opd.name} is not a constant"
+    if (op.named_input("b_ih") is None) != (op.named_input("b_hh") is None):
+        return f"unsupported: {op.type} with only one of b_ih, b_hh"
+    if any(o.shape is None or len(o.shape) != 2 for o in [op.inputs[0], *_listed(op, "hx")]):
+        return f"unsupported: {op.type} on inputs that are not 2-D (batch, features)"
+    return None
+
+
+@aten_converter(*_CELLS, validator=_check_cell)
+def recurrent_cell(ctx, op):
+    """``nn.LSTMCell``/``GRUCell``/``RNNCell`` → pnnx ``nn.LSTMCell``/``nn.GRUCell``/``nn.RNNCell``."""
+    kind, nonlinearity = _CELLS[op.type]
+    weights = {name: ctx.attribute(op.named_input(arg)) for arg, name in _CELL_WEIGHTS.items() if op.named_input(arg)}
+    return _emit(ctx, op, f"nn.{kind}Cell", kind, {"bias": "bias_ih" in weights}, weights, nonlinearity)
 
 
 # ---------------------------------------------------------------------------- pnnx → ncnn
@@ -150,14 +190,16 @@ class _Spec:
     bias: bool
     batch_first: bool
     relu: bool
+    cell: bool  #: an LSTMCell/GRUCell/RNNCell (one step, weights named without ``_l0``)
 
     @classmethod
     def of(cls, op) -> "_Spec":
         p = op.params
         hidden = int(p["hidden_size"])
-        return cls(op.type.split(".")[1], int(p["num_layers"]), 2 if p.get("bidirectional") else 1,
+        name = op.type.split(".")[1]
+        return cls(name.removesuffix("Cell"), int(p.get("num_layers", 1)), 2 if p.get("bidirectional") else 1,
                    int(p["input_size"]), hidden, int(p.get("proj_size") or 0) or hidden, bool(p.get("bias")),
-                   bool(p.get("batch_first")), p.get("nonlinearity") == "relu")
+                   bool(p.get("batch_first")), p.get("nonlinearity") == "relu", name.endswith("Cell"))
 
     def layer_input(self, k: int) -> int:
         return self.input_size if k == 0 else self.dirs * self.width
@@ -193,7 +235,7 @@ def _check_ncnn(op, ctx):
 # weights ---------------------------------------------------------------------
 def _raw(attrs, spec: _Spec, k: int, d: int) -> dict[str, np.ndarray]:
     """One layer/direction's torch weights as float32 arrays; absent biases are zeros."""
-    suffix = f"_l{k}{_SUFFIX[d]}"
+    suffix = "" if spec.cell else f"_l{k}{_SUFFIX[d]}"
     out = {n: np.asarray(attrs[n + suffix].data, np.float32) for n in ("weight_ih", "weight_hh", "weight_hr")
            if n + suffix in attrs}
     rows = _GATES[spec.kind] * spec.hidden
@@ -355,3 +397,26 @@ def recurrent_layer(ctx, op):
         shape = [spec.layers * spec.dirs, like.shape[-1]]
         results.append(_result(ctx, _concat(ctx, [f[j] for f in finals], 0, shape), like))
     return results
+
+
+# cells -------------------------------------------------------------------------
+def _check_cell_ncnn(op, ctx):
+    for opd in op.inputs:
+        if opd.shape is None or len(opd.shape) != 2 or opd.shape[0] != 1:
+            return f"unsupported: {op.type} on {opd.name} of shape {opd.shape} (batch must be 1)"
+    return None
+
+
+@ncnn_rule("nn.LSTMCell", "nn.GRUCell", "nn.RNNCell", validator=_check_cell_ncnn)
+def recurrent_cell_layer(ctx, op):
+    """One step: the ncnn layer on a 1-row sequence, the states as its hidden/cell blobs."""
+    spec = _Spec.of(op)
+    seq = reshape_to(ctx, op.inputs[0], [1, spec.input_size])
+    init = [reshape_to(ctx, s, [1, w]) for s, w in zip(op.inputs[1:], spec.state_widths())]
+    if spec.relu:
+        hy, _ = _relu_layer(ctx, op, spec, 0, seq, 1, init)
+        return [_result(ctx, hy, op.outputs[0])]
+    want_cell = len(op.outputs) > 1 and bool(op.outputs[1].consumers)
+    hy, *states = _ncnn_layer(ctx, op, spec, 0, seq, 1, init, 2 if want_cell else 0)
+    return [_result(ctx, hy, op.outputs[0])] + ([_result(ctx, states[1], op.outputs[1]) if want_cell else None]
+                                               if len(op.outputs) > 1 else [])

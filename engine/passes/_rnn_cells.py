@@ -133,7 +133,10 @@ class Step:
 
 
 def _hidden_matmul(w: Walk, hh: Operand) -> tuple[Operand, Operand, Operand | None]:
-    """``(h, W_hh, b_hh)`` of ``hh = view(addmm(b_hh, view(h), W_hh.T))``."""
+    """``(h, W_hh, b_hh)`` of ``hh = view(addmm(b_hh, view(h), W_hh.T))`` (a layer's step) or
+    ``addmm(b_hh, h, W_hh.T)`` (a cell)."""
+    if hh.producer is not None and hh.producer.type in _MATMULS:
+        return matmul(w, w.producer(hh, *_MATMULS))
     mm = w.producer(w.producer(hh, *VIEWS).inputs[0], *_MATMULS)
     x2d, w_hh, b_hh = matmul(w, mm)
     return w.producer(x2d, *VIEWS).inputs[0], w_hh, b_hh
@@ -345,3 +348,38 @@ def chain(mm: Operator) -> Chain:
     hs, cs = [s.hy for s in steps], [s.cy for s in steps if s.cy is not None]
     out = cat_of(w, hs[::-1] if reverse else hs, 0)
     return Chain(first.kind, inp, reverse, weights, b_ih is not None, hx, cx, row, hs, cs, out, w.ops)
+
+
+# ---------------------------------------------------------------------------- one cell
+@dataclass
+class Cell:
+    """One ``nn.LSTMCell``/``GRUCell``/``RNNCell`` call: ``F.linear(x, W_ih, b_ih)`` fed to a step."""
+
+    x: Operand
+    step: Step
+    weights: list[Operand]  #: W_ih, W_hh[, b_ih, b_hh]
+    ops: dict[Operator, None]
+
+
+def cell(mm: Operator) -> Cell:
+    """The cell whose input projection is ``mm`` (2-D ``x``); raises :class:`NoMatch`.
+
+    torch's cells add the hidden part first (``F.linear(h) + F.linear(x)``): that operand order
+    tells the input from the state (for LSTM/RNN cells swapping them would compute the same)."""
+    w = Walk()
+    w.take(mm)
+    x, w_ih, b_ih = matmul(w, mm)
+    x_t = mm.outputs[0]
+    if x.shape is None or len(x.shape) != 2 or len(x_t.consumers) != 1:
+        raise NoMatch(f"{mm.name} is not a cell's input projection")
+    first = x_t.consumers[0]
+    probe = first.outputs[0] if first.type in _SPLITS else x_t
+    if not probe.consumers or probe.consumers[0].inputs[-1] is not probe:
+        raise NoMatch(f"{mm.name} is not the second operand of the gates")
+    s = step(w, x_t)
+    states = [s.h_prev] + ([s.c_prev] if s.c_prev is not None else [])
+    if s.w_hr is not None or (b_ih is None) != (s.b_hh is None) or s.hy.shape != s.h_prev.shape \
+            or any(st.shape != [x.shape[0], s.w_hh.shape[1]] for st in states):
+        raise NoMatch(f"{mm.name}: the cell's shapes or biases do not fit")
+    weights = [w_ih, s.w_hh] + ([b_ih, s.b_hh] if b_ih is not None else [])
+    return Cell(x, s, weights, w.ops)

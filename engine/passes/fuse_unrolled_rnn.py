@@ -1,4 +1,5 @@
-"""Put core ATen's unrolled LSTM / GRU / RNN layers back together (ATen level, before folding).
+"""Put core ATen's unrolled LSTM / GRU / RNN layers and cells back together (ATen level,
+before folding).
 
 ``run_decompositions()`` replaces ``aten.lstm.input``, ``aten.gru.input``,
 ``aten.rnn_tanh.input`` and ``aten.rnn_relu.input`` by one cell per time step, layer and
@@ -20,6 +21,10 @@ A module is recognised from its layer directions (:func:`engine.passes._rnn_cell
   viewed to ``(L*D, B, H)``), are the ``h_n`` (``c_n``) outputs; unused ones were dropped by
   export and stay absent.
 
+Cells (``nn.LSTMCell``/``GRUCell``/``RNNCell``, decomposed into the same step with
+``F.linear(x)`` in place of the sequence slice, :func:`engine.passes._rnn_cells.cell`) become
+``aten.lstm_cell/gru_cell/rnn_tanh_cell/rnn_relu_cell.default`` again.
+
 The replacement takes over the module's output values (names, shapes, provenance union); it is
 only made when nothing outside the module reads an intermediate value. Anything that does not
 match stays as it is (and is converted op by op, or reported).
@@ -34,9 +39,6 @@ from . import _rnn_cells as cells
 from .manager import graph_pass
 
 log = logging.getLogger(__name__)
-
-_TARGETS = {"lstm": "aten.lstm.input", "gru": "aten.gru.input", "rnn_tanh": "aten.rnn_tanh.input",
-            "rnn_relu": "aten.rnn_relu.input"}
 
 
 @dataclass
@@ -158,11 +160,12 @@ def _module(start: _Layer, all_layers: list[_Layer]) -> _Module:
     return _Module(layers, x, [out, *states], batch_first, w.ops)
 
 
-def _check_closed(m: _Module) -> None:
-    outputs = {id(o) for o in m.outputs if o is not None}
-    for op in m.ops:
+def _check_closed(ops: dict[Operator, None], outputs: list[Operand | None]) -> None:
+    """Nothing outside ``ops`` reads their values, except ``outputs``."""
+    keep = {id(o) for o in outputs if o is not None}
+    for op in ops:
         for o in op.outputs:
-            if id(o) not in outputs and any(c not in m.ops for c in o.consumers):
+            if id(o) not in keep and any(c not in ops for c in o.consumers):
                 raise cells.NoMatch(f"{o.name} is used outside the recurrent layer")
 
 
@@ -178,43 +181,58 @@ def _output_shapes(m: _Module) -> list[list]:
     return shapes
 
 
-def _replace(graph: Graph, m: _Module) -> Operator:
-    first = m.first
-    target = _TARGETS[first.kind]
-    states = [first.hx] + ([first.cx] if first.cx is not None else [])
-    state_names = ["hx.0", "hx.1"] if first.cx is not None else ["hx"]
-    weights = [wt for layer in m.layers for c in layer.chains for wt in c.weights]
+def _replace(graph: Graph, ops: dict[Operator, None], target: str, inputs: list[Operand], input_names: list[str],
+             outputs: list[Operand | None], shapes: list[list], params: dict) -> Operator:
+    """Replace ``ops`` by one ``target`` op producing ``outputs`` (same operands' names and
+    meta; a placeholder of ``shapes[k]`` for an output export dropped)."""
     order = {id(op): i for i, op in enumerate(graph.ops)}
-    anchor = min(m.ops, key=lambda op: order[id(op)])
-    name = graph.unique_op_name(first.kind)
+    by_order = sorted(ops, key=lambda op: order[id(op)])
+    name = graph.unique_op_name(target.split(".")[1])
     fresh = []
-    for k, (old, shape) in enumerate(zip(m.outputs, _output_shapes(m))):
-        o = graph.new_operand(f"{name}_out{k}", dtype=first.hs[0].dtype, shape=shape if old is None else old.shape)
+    for k, (old, shape) in enumerate(zip(outputs, shapes)):
+        o = graph.new_operand(f"{name}_out{k}", dtype=inputs[0].dtype, shape=shape if old is None else old.shape)
         if old is not None:
             o.meta = dict(old.meta)
             graph.replace_all_uses(old, o)
         fresh.append(o)
-    params = {"has_biases": first.has_bias, "num_layers": len(m.layers), "dropout": 0.0, "train": False,
-              "bidirectional": len(m.layers[0].chains) == 2, "batch_first": m.batch_first}
-    new = graph.add_op(target, name, [m.x, *states, *weights], fresh, params=params,
-                       input_names=["input", *state_names, *(f"params.{i}" for i in range(len(weights)))],
-                       provenance=Provenance.merge(op.provenance for op in m.ops), before=anchor)
-    last = max(m.ops, key=lambda op: order[id(op)])
-    new.meta.update({k: last.meta[k] for k in ("source", "module_stack") if k in last.meta})
+    new = graph.add_op(target, name, inputs, fresh, params=params, input_names=input_names,
+                       provenance=Provenance.merge(op.provenance for op in ops), before=by_order[0])
+    new.meta.update({k: by_order[-1].meta[k] for k in ("source", "module_stack") if k in by_order[-1].meta})
     new.meta.update(target=target, fused_from="unrolled")
-    for op in sorted(m.ops, key=lambda op: -order[id(op)]):
+    for op in reversed(by_order):
         for o in op.outputs:
             o.consumers.clear()  # only absorbed ops (checked) or the replaced outputs read them
         graph.remove_op(op)
-    for old, o in zip(m.outputs, fresh):
+    for old, o in zip(outputs, fresh):
         if old is not None:
             graph.rename_operand(o, old.name)
     graph.toposort()
     return new
 
 
-@graph_pass("fuse_unrolled_rnn", "put core ATen's unrolled LSTM/GRU/RNN time steps back into one recurrent op")
-def run(graph, cx):
+def _replace_module(graph: Graph, m: _Module) -> Operator:
+    first = m.first
+    states = [first.hx] + ([first.cx] if first.cx is not None else [])
+    state_names = ["hx.0", "hx.1"] if first.cx is not None else ["hx"]
+    weights = [wt for layer in m.layers for c in layer.chains for wt in c.weights]
+    params = {"has_biases": first.has_bias, "num_layers": len(m.layers), "dropout": 0.0, "train": False,
+              "bidirectional": len(m.layers[0].chains) == 2, "batch_first": m.batch_first}
+    return _replace(graph, m.ops, f"aten.{first.kind}.input", [m.x, *states, *weights],
+                    ["input", *state_names, *(f"params.{i}" for i in range(len(weights)))], m.outputs,
+                    _output_shapes(m), params)
+
+
+def _replace_cell(graph: Graph, c: cells.Cell) -> Operator:
+    s = c.step
+    states = [s.h_prev] + ([s.c_prev] if s.c_prev is not None else [])
+    outputs = [s.hy] + ([s.cy] if s.cy is not None else [])
+    names = ["input", *(["hx.0", "hx.1"] if s.c_prev is not None else ["hx"]), "w_ih", "w_hh", "b_ih", "b_hh"]
+    inputs = [c.x, *states, *c.weights]
+    return _replace(graph, c.ops, f"aten.{s.kind}_cell.default", inputs, names[:len(inputs)], outputs,
+                    [o.shape for o in outputs], {})
+
+
+def _fuse_modules(graph: Graph) -> None:
     chains = []
     for op in list(graph.ops):
         if op.type in cells.PROJECTIONS:
@@ -222,16 +240,36 @@ def run(graph, cx):
                 chains.append(cells.chain(op))
             except cells.NoMatch as e:
                 log.debug("no recurrent layer at %s: %s", op.name, e)
-    if not chains:
-        return
     layers = _layers(chains)
     continued = {id(n) for layer in layers if (n := _next(layer, layers)) is not None}
     for start in [layer for layer in layers if id(layer) not in continued]:
         try:
             module = _module(start, layers)
-            _check_closed(module)
+            _check_closed(module.ops, module.outputs)
         except cells.NoMatch as e:
             log.debug("recurrent layers at %s not fused: %s", start.chains[0].inp.name, e)
             continue
-        new = _replace(graph, module)
+        new = _replace_module(graph, module)
         log.debug("fused %d unrolled %s layer(s) into %s", len(module.layers), module.first.kind, new.name)
+
+
+def _fuse_cells(graph: Graph) -> None:
+    gone: set[int] = set()
+    for op in list(graph.ops):
+        if id(op) in gone or op.type not in ("aten.addmm.default", "aten.mm.default"):
+            continue
+        try:
+            c = cells.cell(op)
+            _check_closed(c.ops, [c.step.hy, c.step.cy])
+        except cells.NoMatch as e:
+            log.debug("no recurrent cell at %s: %s", op.name, e)
+            continue
+        gone.update(id(o) for o in c.ops)
+        new = _replace_cell(graph, c)
+        log.debug("fused a %s cell into %s", c.step.kind, new.name)
+
+
+@graph_pass("fuse_unrolled_rnn", "put core ATen's unrolled LSTM/GRU/RNN layers and cells back into recurrent ops")
+def run(graph, cx):
+    _fuse_modules(graph)
+    _fuse_cells(graph)

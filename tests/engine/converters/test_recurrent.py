@@ -213,3 +213,40 @@ def test_transposed_input(tmp_path, dialect, kind):
 
     r = check_sequence(Transposed(), [torch.randn(1, FEATURES, T)], tmp_path, dialect=dialect)
     assert len(r.ncnn.ops_of_type(NCNN_TYPE[kind])) == 2
+
+
+# ---------------------------------------------------------------------------- cells
+CELLS = {"lstm": nn.LSTMCell, "gru": nn.GRUCell, "rnn_tanh": nn.RNNCell, "rnn_relu": nn.RNNCell}
+
+
+class CellLoop(nn.Module):
+    """A decoder-style loop: the cell applied to each of ``x``'s steps (unrolled by export);
+    returns every hidden state (concatenated) and the last state(s)."""
+
+    def __init__(self, kind, bias=True, with_state=True):
+        super().__init__()
+        torch.manual_seed(0)
+        kw = {"nonlinearity": kind[4:]} if kind.startswith("rnn") else {}
+        self.cell, self.lstm, self.with_state = CELLS[kind](FEATURES, HIDDEN, bias=bias, **kw), kind == "lstm", with_state
+
+    def forward(self, x, *state):
+        state = (state if self.lstm else state[0]) if self.with_state else None
+        hs = []
+        for t in range(x.shape[1]):
+            state = self.cell(x[:, t], state)
+            hs.append(state[0] if self.lstm else state)
+        return torch.cat(hs, 1), state
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("kind", list(CELLS))
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("with_state", [True, False], ids=["states", "zeros"])
+def test_cells(tmp_path, dialect, kind, bias, with_state):
+    states = [torch.randn(1, HIDDEN) for _ in range(2 if kind == "lstm" else 1)] if with_state else []
+    x = torch.randn(1, 3, FEATURES)
+    r = check_sequence(CellLoop(kind, bias, with_state), [x, *states], tmp_path, dialect=dialect,
+                       feed=[x.numpy()[0], *(s.numpy()[0] for s in states)])
+    assert len(r.pnnx.ops_of_type(f"nn.{CELLS[kind].__name__}")) == 3  # one per step
+    if kind != "rnn_relu":
+        assert len(r.ncnn.ops_of_type(NCNN_TYPE[kind])) == 3

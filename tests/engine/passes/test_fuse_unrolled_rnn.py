@@ -68,3 +68,24 @@ def test_value_used_outside_blocks_the_fusion(tmp_path):
     g.add_op("pnnx.Output", "extra_output", [gate.outputs[0]])
     before = [op.type for op in g.ops]
     assert _fused(g) == [] and [op.type for op in g.ops] == before
+
+
+class CellCall(nn.Module):
+    def __init__(self, cell):
+        super().__init__()
+        self.cell = cell
+
+    def forward(self, x, h):
+        return self.cell(x, (h, h) if isinstance(self.cell, nn.LSTMCell) else h)
+
+
+@pytest.mark.parametrize("cls,target", [(nn.LSTMCell, "aten.lstm_cell.default"), (nn.GRUCell, "aten.gru_cell.default"),
+                                        (nn.RNNCell, "aten.rnn_tanh_cell.default")])
+def test_cells_become_one_op(tmp_path, cls, target):
+    pt2 = export_pt2(CellCall(cls(4, 4)), [torch.randn(1, 4), torch.randn(1, 4)], tmp_path / "c.pt2", dialect="core")
+    g = convert(str(pt2), ConvertOptions(snapshots=False)).aten.copy()
+    (op,) = _fused(g)
+    assert op.type == target and op.inputs[0].name == "x" and op.inputs[1].name == "h"  # input told from state
+    assert [i.name for i in op.inputs[-4:]] == ["p_cell_weight_ih", "p_cell_weight_hh", "p_cell_bias_ih",
+                                                "p_cell_bias_hh"]
+    assert [o.type for o in g.ops if o.type.startswith("aten.")] == [target]

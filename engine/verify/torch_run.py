@@ -16,6 +16,7 @@ from typing import Callable, Collection
 
 import numpy as np
 
+from ..errors import PT2Error
 from .errors import VerifyError, cancelled_type, check_cancel, require
 from .inputs import ModelInputs
 
@@ -31,9 +32,34 @@ class TorchValues:
     seconds: float = 0.0
 
 
+def vet_for_torch(path: str | os.PathLike) -> None:
+    """Refuse a package ``torch.export.load`` must not see. PyTorch unpickles weights and
+    constants stored as pickles (``torch.load(weights_only=False)``), custom and opaque objects
+    (TorchScript's unpickler, ``pickle.loads``) and the sample inputs (falling back to
+    ``weights_only=False``) — a crafted file runs code there. So every pickle it would load must
+    first pass this reader's restricted unpickler, and payloads this reader never decodes
+    (custom / opaque objects, tensor subclasses) are not handed over at all."""
+    from ..reader.package import load
+
+    try:
+        with load(path) as pkg:
+            for ep in pkg.models.values():
+                for e in ep.tensors.entries() + ep.tensors.objects():
+                    if not e.readable:
+                        raise VerifyError(f"{path}: {e.member or e.fqn}: not run in PyTorch: '{e.fqn}' is a payload "
+                                          f"only PyTorch's unrestricted unpickler reads ({e.reason})")
+                ep.sample_inputs()
+    except PT2Error as e:
+        if isinstance(e, VerifyError):
+            raise
+        raise VerifyError(f"{path}: not run in PyTorch, which would unpickle it without restrictions: {e}") from None
+
+
 def load_program(path: str | os.PathLike, model: str | None = None):
-    """``torch.export.load`` of the package (one named model of a multi-model package)."""
+    """``torch.export.load`` of the package (one named model of a multi-model package), once
+    :func:`vet_for_torch` accepted it."""
     torch = require("torch")
+    vet_for_torch(path)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)  # torch's own deprecation notes while loading

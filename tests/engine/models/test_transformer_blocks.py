@@ -77,6 +77,39 @@ def test_vit_encoder_block(tmp_path, dialect):
     assert "MultiHeadAttention" in _types(c) or "SDPA" in _types(c)
 
 
+class DropPath(nn.Module):
+    """timm-style stochastic depth: identity unless training."""
+
+    def __init__(self, p=0.2):
+        super().__init__()
+        self.p = p
+
+    def forward(self, x):
+        if self.p == 0.0 or not self.training:
+            return x
+        keep = torch.rand(x.shape[0], *([1] * (x.ndim - 1))) >= self.p
+        return x * keep / (1 - self.p)
+
+
+class DropPathBlock(EncoderBlock):
+    """Encoder block with stochastic depth on both residual branches (timm's ViT/Swin blocks)."""
+
+    def __init__(self):
+        super().__init__()
+        self.drop_path = DropPath(0.2)
+
+    def forward(self, x):
+        h = self.norm1(x)
+        x = x + self.drop_path(self.attn(h, h, h, need_weights=False)[0])
+        return x + self.drop_path(self.mlp(self.norm2(x)))
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_stochastic_depth_block(tmp_path, dialect):
+    c = check_module(_randomize(DropPathBlock()), [torch.randn(1, 9, 32)], tmp_path, dialect=dialect)
+    assert _types(c).count("MultiHeadAttention") == 1 and "Dropout" not in _types(c)
+
+
 # ----------------------------------------------------------------------------- BERT
 class SelfAttention(nn.Module):
     """Hand-written multi-head self-attention (q/k/v projections, head split, SDPA, merge)."""

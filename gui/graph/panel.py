@@ -80,6 +80,7 @@ class GraphPanel(QWidget):
         self._box_sizes: list[tuple[float, float]] = []
         self._group_text: list[tuple[str, str]] = []
         self._after_install: list = []
+        self._pending_graph: DisplayGraph | None = None  #: what the running layout is for
         self.scene = GraphScene(theme, self)
         self.view = GraphView(self.scene, self)
         self.view.tooltip_for = self._tooltip
@@ -202,6 +203,7 @@ class GraphPanel(QWidget):
                 expanded: frozenset[int], hl: HierarchicalLayout | None, keep_view: bool,
                 anchor: tuple[int, QPointF] | None = None) -> None:
         n = tree.visible_count(set(expanded))
+        self._pending_graph = graph
         self.view.set_message(f"Laying out {n:,} nodes…" if n > 300 else "")
         self._pending = self.runner.submit(
             f"layout of the {self.key} graph", _run_layout, hl, graph, tree, sizes, box_sizes, expanded,
@@ -304,6 +306,8 @@ class GraphPanel(QWidget):
         new picture is in)."""
         if self.tree is None or self.graph is None or self._hl is None:
             return
+        if self._pending is not None and self._pending_graph is not self.graph:
+            return  # a new graph is on its way: these groups are the old one's
         groups = frozenset(groups)
         if then is not None:
             self._after_install.append(then)

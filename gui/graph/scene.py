@@ -89,7 +89,7 @@ class GraphScene(QGraphicsScene):
         self.group_text: list[tuple[str, str]] = []
         self.nodes = NodeItems(self)
         self.edges: list[EdgeRef] = []
-        self._edge_chunks: list[EdgeChunk] = []
+        self._edge_chunks: list[QGraphicsPathItem] = []  #: edge paths and arrow heads
         self._emphasis: QGraphicsPathItem | None = None
         self._edge_boxes = np.zeros((0, 4))
         self.groups: dict[int, GroupItem] = {}  #: visible group boxes by group id
@@ -116,7 +116,6 @@ class GraphScene(QGraphicsScene):
         self._selected: set[int] = set()
         self._problem_groups: set[int] = set()
         self._overview_dirty = False
-        self._arrows: QGraphicsPathItem | None = None
         self._pens = EdgePens(theme)
         self.setBackgroundBrush(theme.background)
         self.setItemIndexMethod(QGraphicsScene.ItemIndexMethod.BspTreeIndex)
@@ -135,7 +134,8 @@ class GraphScene(QGraphicsScene):
             self._linked, self._hits, self._marks, self._emphasized, self._selected = set(), set(), {}, [], set()
             self._tints, self._flagged = {}, set()
             self.preds, self.succs = graph.neighbours()
-            self._make_arrows()
+            self._built = True
+            self._pens = EdgePens(self.theme)
         else:
             self._emphasized = []
         self.graph, self.tree, self.layout, self.sizes = graph, tree, placement, list(sizes)
@@ -151,17 +151,6 @@ class GraphScene(QGraphicsScene):
         self._emphasize()
         self.set_detail(self._detail, force=True)
         self.setSceneRect(bounds.adjusted(-MARGIN, -MARGIN, MARGIN, MARGIN))
-
-    def _make_arrows(self) -> None:
-        # every item is top-level: Qt's index then finds just the items in view (a parent item
-        # would make each frame walk all of its children)
-        self._built = True
-        self._arrows = QGraphicsPathItem()
-        self._arrows.setPen(Qt.PenStyle.NoPen)
-        self._arrows.setBrush(self.theme.edge)
-        self._arrows.setZValue(Z_ARROWS)
-        self.addItem(self._arrows)
-        self._pens = EdgePens(self.theme)
 
     def _node_item(self, i: int) -> NodeItem:
         it = self._node_items.get(i)
@@ -207,25 +196,29 @@ class GraphScene(QGraphicsScene):
 
     def _place_edges(self, p: Placement) -> None:
         """Edge references, the chunks that draw them (by where they start; parameter edges in
-        their own, dashed), the arrow heads, and every route's bounding box (tooltips)."""
+        their own, dashed), the arrow heads (in chunks by where they end), and every route's
+        bounding box (tooltips). Every item is top-level and spatially small, so Qt's index
+        hands a frame only what is in view (one item for all arrow heads would be drawn, whole,
+        every frame)."""
         for it in self._edge_chunks:
             self.removeItem(it)
         self._edge_chunks = []
         self.edges = []
         self._edges_of = {}
         edges = self.graph.edges  # type: ignore[union-attr]
-        routes = []
         cells: dict[tuple[int, int, bool], list] = {}
+        ends: dict[tuple[int, int], list] = {}
         boxes = []
         for k, (ru, rv, ek, route) in enumerate(p.edges):
             e = edges[ek]
             self.edges.append(EdgeRef(k, e, route))
             self._edges_of.setdefault(ru, []).append(k)
             self._edges_of.setdefault(rv, []).append(k)
-            routes.append(route)
             if route:
                 x0, y0 = route[0]
                 cells.setdefault((int(x0 // CHUNK), int(y0 // CHUNK), e.from_param), []).append(route)
+                x1, y1 = route[-1]
+                ends.setdefault((int(x1 // CHUNK), int(y1 // CHUNK)), []).append(route)
                 xs = [q[0] for q in route]
                 boxes.append((min(xs), route[0][1] if route[0][1] < route[-1][1] else route[-1][1], max(xs),
                               max(route[0][1], route[-1][1])))
@@ -237,8 +230,15 @@ class GraphScene(QGraphicsScene):
             chunk.setVisible(self._detail)
             self.addItem(chunk)
             self._edge_chunks.append(chunk)
+        for rs in ends.values():
+            heads = QGraphicsPathItem(arrow_heads(rs))
+            heads.setPen(Qt.PenStyle.NoPen)
+            heads.setBrush(self.theme.edge)
+            heads.setZValue(Z_ARROWS)
+            heads.setVisible(self._detail)
+            self.addItem(heads)
+            self._edge_chunks.append(heads)  # type: ignore[arg-type]
         self._edge_boxes = np.asarray(boxes, dtype=float).reshape(-1, 4)
-        self._arrows.setPath(arrow_heads(routes))  # type: ignore[union-attr]
         if self._emphasis is None or self._emphasis.scene() is not self:
             self._emphasis = QGraphicsPathItem()
             self._emphasis.setZValue(Z_EDGE + 0.5)
@@ -304,7 +304,7 @@ class GraphScene(QGraphicsScene):
         self.edges, self.sizes = [], []
         self.groups, self._node_items, self._group_items, self._edges_of = {}, {}, {}, {}
         self._overviews, self._overlay, self._frames = [], None, None
-        self._arrows = self._emphasis = None
+        self._emphasis = None
         self._edge_chunks = []
         self._edge_boxes = np.zeros((0, 4))
         self._built = False
@@ -494,9 +494,8 @@ class GraphScene(QGraphicsScene):
             it.setVisible(on)
         for e in self._edge_chunks:
             e.setVisible(on)
-        for it in (self._arrows, self._emphasis):
-            if it is not None:
-                it.setVisible(on)
+        if self._emphasis is not None:
+            self._emphasis.setVisible(on)
         for it in self._overviews + [x for x in (self._frames, self._overlay) if x is not None]:
             it.setVisible(not on)
 
@@ -730,6 +729,4 @@ class GraphScene(QGraphicsScene):
         if self.layout is not None:
             self._place_edges(self.layout)
             self._emphasize()
-        if self._arrows is not None:
-            self._arrows.setBrush(theme.edge)
         self._invalidate_overview()

@@ -97,17 +97,17 @@ def _weight_names(op) -> list[str] | str:
 
 
 def _check_aten(op, ctx):
+    x = op.inputs[0]
+    if x.shape is None or len(x.shape) != 3:
+        return f"unsupported: {op.type} input {x.name} of shape {x.shape} (expected 3-D)"
+    if any(s.shape is None or len(s.shape) != 3 for s in _listed(op, "hx")):
+        return f"unsupported: {op.type} initial states must be 3-D"
     names = _weight_names(op)
     if isinstance(names, str):
         return names
     for opd in _listed(op, "params"):
         if ctx.attribute(opd) is None:
             return f"unsupported: {op.type} weight {opd.name} is not a constant"
-    x = op.inputs[0]
-    if x.shape is None or len(x.shape) != 3:
-        return f"unsupported: {op.type} input {x.name} of shape {x.shape} (expected 3-D)"
-    if any(s.shape is None or len(s.shape) != 3 for s in _listed(op, "hx")):
-        return f"unsupported: {op.type} initial states must be 3-D"
     if op.params.get("train") and float(op.params.get("dropout") or 0) > 0 and int(op.params["num_layers"]) > 1:
         return f"unsupported: {op.type} in training mode with dropout"
     return None

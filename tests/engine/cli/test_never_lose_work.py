@@ -19,10 +19,10 @@ import engine
 from engine.cli.main import main
 from engine.convert import convert
 from engine.passes.manager import Cancelled
+from tests.fixtures.malformed import MODEL_JSON, json_edit
 
 ROOT = Path(__file__).resolve().parents[3]
 SAMPLE = ROOT / "resources" / "samples" / "tiny_cnn.pt2"
-INCOMPLETE = ROOT / "tests" / "fixtures" / "pt2" / "transformer_block.pt2"  # 5-D blobs: not convertible
 SUFFIXES = (".ncnn.param", ".ncnn.bin", ".pnnx.param", ".pnnx.bin")
 
 
@@ -57,9 +57,14 @@ def test_a_failed_pnnx_write_keeps_the_old_ncnn_model_too(sample, tmp_path, caps
     assert _listing(out) == before and sorted(p.name for p in out.iterdir()) == sorted([*before, "m.pnnx.bin"])
 
 
+def _with_unknown_op(doc: dict) -> None:
+    node = next(n for n in doc["graph_module"]["graph"]["nodes"] if n["target"].endswith("relu.default"))
+    node["target"] = "torch.ops.aten.no_such_op.default"
+
+
 def test_an_incomplete_conversion_writes_nothing_and_keeps_the_old_model(tmp_path, capsys):
-    src = tmp_path / "block.pt2"
-    shutil.copy(INCOMPLETE, src)
+    src = tmp_path / "block.pt2"  # tiny.pt2 with an operator no converter knows
+    src.write_bytes(json_edit(MODEL_JSON, _with_unknown_op)(tmp_path))
     before = _old_model(tmp_path, "block")
     assert main(["convert", str(src)]) == 1
     assert "no model files written" in capsys.readouterr().err

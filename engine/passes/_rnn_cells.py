@@ -101,6 +101,9 @@ def _transposed_weight(w: Walk, mat2: Operand) -> Operand:
 
 def matmul(w: Walk, mm: Operator) -> tuple[Operand, Operand, Operand | None]:
     """``(x, W, b)`` of ``addmm(b, x, W.T)`` / ``mm(x, W.T)`` (W, b weights)."""
+    wanted = 3 if mm.type == "aten.addmm.default" else 2
+    if len(mm.inputs) != wanted:  # a hand-edited or corrupt program
+        raise NoMatch(f"{mm.name} has {len(mm.inputs)} operands, not {wanted}")
     if mm.type == "aten.addmm.default":
         if mm.params.get("beta", 1) != 1 or mm.params.get("alpha", 1) != 1:
             raise NoMatch(f"{mm.name} scales its terms")

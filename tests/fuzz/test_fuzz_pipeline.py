@@ -7,8 +7,9 @@ Mutations (:mod:`tests.fuzz.mutations`) at the byte, zip-structure and JSON-valu
 and mixed, of every seed package (all three layouts, both dialects, symbolic shapes, a
 transformer block, the bundled CNN sample). Deterministic (``derandomize``) and sized to run in
 well under a minute in the default test run; the atheris harness (``atheris_pt2.py``) goes
-further by hand. A failure prints the seed and the mutated package's members; save the bytes
-into ``crashers/`` (see ``test_crashers.py``).
+further by hand. A failure prints the mutated package's members and where the failing package
+was saved (``$TMPDIR/pt2fuzz-failure-*.pt2``); copy it into ``crashers/`` with the fix (see
+``test_crashers.py``).
 """
 from __future__ import annotations
 
@@ -63,7 +64,14 @@ def check(blob: bytes, scratch: Path) -> str:
 
 def fuzz(blob: bytes, scratch: Path) -> None:
     note(f"members: {M.members_of(blob)}")
-    check(blob, scratch)
+    try:
+        check(blob, scratch)
+    except BaseException:
+        fd, kept = tempfile.mkstemp(prefix="pt2fuzz-failure-", suffix=".pt2")
+        with os.fdopen(fd, "wb") as f:
+            f.write(blob)
+        note(f"the failing package is kept in {kept}")
+        raise
 
 
 seeds = st.sampled_from(sorted(M.SEEDS))

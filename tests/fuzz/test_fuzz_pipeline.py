@@ -8,7 +8,7 @@ and mixed, of every seed package (all three layouts, both dialects, symbolic sha
 transformer block, the bundled CNN sample). Deterministic (``derandomize``) and sized to run in
 well under a minute in the default test run; the atheris harness (``atheris_pt2.py``) goes
 further by hand. A failure prints the mutated package's members and where the failing package
-was saved (``$TMPDIR/pt2fuzz-failure-*.pt2``); copy it into ``crashers/`` with the fix (see
+was saved (``$TMPDIR/pt2fuzz-failure-<test>.pt2``); copy it into ``crashers/`` with the fix (see
 ``test_crashers.py``).
 """
 from __future__ import annotations
@@ -67,9 +67,10 @@ def fuzz(blob: bytes, scratch: Path) -> None:
     try:
         check(blob, scratch)
     except BaseException:
-        fd, kept = tempfile.mkstemp(prefix="pt2fuzz-failure-", suffix=".pt2")
-        with os.fdopen(fd, "wb") as f:
-            f.write(blob)
+        # one file per test, overwritten while hypothesis shrinks: it ends as the minimal example
+        test = os.environ.get("PYTEST_CURRENT_TEST", "fuzz").split("::")[-1].split(" ")[0]
+        kept = Path(tempfile.gettempdir()) / f"pt2fuzz-failure-{test}.pt2"
+        kept.write_bytes(blob)
         note(f"the failing package is kept in {kept}")
         raise
 

@@ -103,3 +103,33 @@ def test_layer_norm_computed_weight_refused(tmp_path, dialect):
     result = convert(str(pt2), ConvertOptions())
     assert not result.ok
     assert any("computed in the graph" in d.reason for d in result.errors)
+
+
+class HandLayerNorm(nn.Module):
+    """Layer norm written out (ConvNeXt's original ``LayerNorm(data_format="channels_first")``)."""
+
+    def __init__(self, c, channels_first=True, rsqrt=False):
+        super().__init__()
+        self.channels_first, self.rsqrt = channels_first, rsqrt
+        self.weight, self.bias = nn.Parameter(torch.rand(c) + 0.5), nn.Parameter(torch.randn(c))
+
+    def forward(self, x):
+        dim = 1 if self.channels_first else -1
+        u = x.mean(dim, keepdim=True)
+        v = (x - u).pow(2).mean(dim, keepdim=True)
+        x = (x - u) * torch.rsqrt(v + 1e-6) if self.rsqrt else (x - u) / torch.sqrt(v + 1e-6)
+        if self.channels_first:
+            return self.weight[:, None, None] * x + self.bias[:, None, None]
+        return x * self.weight + self.bias
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("channels_first,rsqrt,shape,types", [
+    (True, False, (1, 8, 5, 6), ["Input", "Permute", "LayerNorm", "Permute"]),
+    (True, True, (1, 8, 5, 6), ["Input", "Permute", "LayerNorm", "Permute"]),
+    (False, False, (1, 5, 8), ["Input", "LayerNorm"]),
+], ids=["channels_first", "rsqrt", "last_dim"])
+def test_hand_written_layer_norm(tmp_path, dialect, channels_first, rsqrt, shape, types):
+    c = check_module(HandLayerNorm(shape[1] if channels_first else shape[-1], channels_first, rsqrt),
+                     [torch.randn(shape) * 2 + 1], tmp_path, dialect=dialect)
+    assert _types(c) == types

@@ -153,14 +153,14 @@ def test_bert_layer_padding_mask(tmp_path, dialect, fp16):
 
 
 class TorchEncoderLayer(nn.Module):
-    """nn.TransformerEncoderLayer (batch_first) with a key padding mask built in the model."""
+    """nn.TransformerEncoderLayer (batch_first) with an additive key padding mask built in the model."""
 
     def __init__(self):
         super().__init__()
         self.layer = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.1, activation="gelu", batch_first=True)
 
     def forward(self, x, attention_mask):
-        return self.layer(x, src_mask=((1.0 - attention_mask[:, None, :]) * -1e4).expand(-1, x.shape[1], -1))
+        return self.layer(x, src_key_padding_mask=(1.0 - attention_mask) * -1e4)
 
 
 # ----------------------------------------------------------------------------- GPT
@@ -326,3 +326,11 @@ def test_conv_transformer_hybrid(tmp_path, dialect, fp16):
                           "5-D and 6-D tensors (high-rank reshape rewriting: shape/indexing coverage)", strict=False)
 def test_mobilevit_unfold_block(tmp_path, dialect):
     check_module(_randomize(MobileViTBlock()), [torch.randn(1, 16, 8, 8)], tmp_path, dialect=dialect)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_torch_transformer_encoder_layer(tmp_path, dialect):
+    """nn.TransformerEncoderLayer (batch_first, GELU, post-norm) with a float src_key_padding_mask."""
+    mask = torch.tensor([[1.0] * 7 + [0.0] * 2])
+    c = check_module(_randomize(TorchEncoderLayer()), [torch.randn(1, 9, 32), mask], tmp_path, dialect=dialect)
+    assert _types(c).count("MultiHeadAttention") == 1

@@ -64,7 +64,7 @@ def _err(x) -> str:
     if x is None:
         return "—"
     if x == float("inf"):
-        return "shape≠"
+        return "inf"  # NaN/inf in the output, or a different element count
     return f"{x:.1e}"
 
 

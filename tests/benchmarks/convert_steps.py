@@ -220,7 +220,8 @@ def rel_error(got, want) -> float:
     if got.size != want.size:
         return float("inf")
     scale = max(float(np.abs(want).max()), 1e-12)
-    return float(np.abs(got - want).max()) / scale
+    err = float(np.abs(got - want).max()) / scale
+    return err if np.isfinite(err) else float("inf")  # NaN/inf outputs: never "within tolerance"
 
 
 def step_ncnn_check(a: dict) -> dict:
@@ -310,8 +311,9 @@ def _torch_values(pt2: str, x) -> tuple[dict, list[str]]:
 def step_divergence(a: dict) -> dict:
     """Convert with fp32 weights, run ncnn with fp16 off and every blob extracted, and compare
     each ncnn layer's output with the PyTorch value of the last ATen node of its provenance (a
-    fused conv+bn+relu layer holds the relu's value). Reports the first layer whose relative
-    error exceeds ``threshold`` and the worst ones."""
+    fused conv+bn+relu layer holds the relu's value; of several layers lowered from one node
+    only the last is compared). Reports the first layer whose relative error exceeds
+    ``threshold`` and the worst ones."""
     _quiet_torch()
     import numpy as np
     import torch
@@ -332,9 +334,20 @@ def step_divergence(a: dict) -> dict:
 
     ex.input("in0", ncnn.Mat(np.ascontiguousarray(x[0], dtype=np.float32)).clone())
     threshold = float(a.get("threshold", TOL_FP32))
+    # an ATen node lowered to several layers (a 5-D permute as reshape/permute/reshape) has its
+    # value only at the last of them: compare that one, skip the intermediates
+    def key_node(op):
+        nodes = [n for n in op.provenance.nodes if n in values]
+        return max(nodes, key=rank.__getitem__) if nodes else None
+
+    last_of = {}
+    for op in result.ncnn.ops:
+        if op.type not in ("Input", "Split") and key_node(op) is not None:
+            last_of[key_node(op)] = op
     rows, first = [], None
     for op in result.ncnn.ops:
-        if op.type in ("Input", "Split"):
+        node = key_node(op)
+        if op.type in ("Input", "Split") or node is None or last_of[node] is not op:
             continue
         for opd in op.outputs:
             ret, mat = ex.extract(opd.name)
@@ -342,10 +355,8 @@ def step_divergence(a: dict) -> dict:
                 rows.append({"layer": op.name, "type": op.type, "blob": opd.name, "error": f"extract failed {ret}"})
                 continue
             got = np.array(mat)
-            cands = [n for n in op.provenance.nodes if n in values and values[n].size == got.size]
-            if not cands:
+            if values[node].size != got.size:
                 continue
-            node = max(cands, key=rank.__getitem__)
             err = rel_error(got, values[node])
             row = {"layer": op.name, "type": op.type, "blob": opd.name, "torch_node": node, "rel_error": err,
                    "provenance": list(op.provenance.nodes)[:8], "modules": list(op.provenance.modules)[:3]}

@@ -46,10 +46,15 @@ class ConversionContext:
         self.emitted: list[Operator] = []
 
     # ------------------------------------------------------------------ emission
+    @property
+    def name(self) -> str:
+        """The current operator's own name (while a rule runs, ``op.name`` carries a temporary
+        suffix so the replacement can take the name): use this to name derived things."""
+        assert self.current is not None, "ctx.name outside a rule"
+        return self.current.meta.get("lowering_name", self.current.name)
+
     def _new_name(self, name: str | None) -> str:
-        assert self.current is not None, "emit() outside a rule"
-        base = name or self.current.meta.get("lowering_name", self.current.name)
-        return self.graph.unique_op_name(base)
+        return self.graph.unique_op_name(name or self.name)
 
     def emit(self, type: str, inputs: Sequence[Operand] = (), *, params: dict | None = None,
              attrs: dict[str, Attribute] | None = None, outputs: int | Sequence[Operand | None] = 1,
@@ -99,7 +104,8 @@ class ConversionContext:
     def constant(self, value: np.ndarray, *, name: str | None = None) -> Operand:
         """Emit a ``pnnx.Attribute`` holding ``value`` and return its operand."""
         arr = np.asarray(value)
-        out = self.emit("pnnx.Attribute", [], attrs={"data": Attribute(arr)}, name=name or f"{self.current.name}_const",
+        out = self.emit("pnnx.Attribute", [], attrs={"data": Attribute(arr)},
+                        name=name or f"{self.name}_const",
                         dtype=Attribute(arr).dtype, shape=list(arr.shape))
         return out
 

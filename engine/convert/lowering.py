@@ -100,8 +100,13 @@ def lower_graph(g: Graph, registry: Registry, ctx: ConversionContext,
         g.remove_op(op)
         for e in ctx.emitted:
             e.meta.pop("lowering_name", None)
-            if e.name.startswith(original_name) and _TMP in e.name:  # pragma: no cover - defensive
-                g.rename_op(e, original_name)
+            # a rule that named something after op.name (renamed while it ran) must not leak
+            # the temporary suffix into layer or blob names
+            if _TMP in e.name:
+                g.rename_op(e, e.name.replace(_TMP, ""))
+            for o in e.outputs:
+                if _TMP in o.name:
+                    g.rename_operand(o, o.name.replace(_TMP, ""))
         lowered += 1
     return lowered
 

@@ -36,21 +36,14 @@ def _listing(folder: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file() and not p.name.endswith(".pt2")}
 
 
-@pytest.fixture
-def sample(tmp_path) -> Path:
-    dst = tmp_path / "tiny_cnn.pt2"
-    shutil.copy(SAMPLE, dst)
-    return dst
-
-
-def test_a_failed_pnnx_write_keeps_the_old_ncnn_model_too(sample, tmp_path, capsys):
+def test_a_failed_pnnx_write_keeps_the_old_ncnn_model_too(tmp_path, capsys):
     out = tmp_path / "out"
     out.mkdir()
     before = _old_model(out, "m")
     (out / "m.pnnx.bin").unlink()
     (out / "m.pnnx.bin").mkdir()  # the ncnn model is written first; the pnnx .bin cannot be
     before.pop("m.pnnx.bin")
-    rc = main(["convert", str(sample), f"ncnnparam={out / 'm.ncnn.param'}", f"ncnnbin={out / 'm.ncnn.bin'}",
+    rc = main(["convert", str(SAMPLE), f"ncnnparam={out / 'm.ncnn.param'}", f"ncnnbin={out / 'm.ncnn.bin'}",
                f"pnnxparam={out / 'm.pnnx.param'}", f"pnnxbin={out / 'm.pnnx.bin'}"])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and err[0].endswith(f"{out / 'm.pnnx.bin'}: the path is a folder"), err
@@ -71,15 +64,16 @@ def test_an_incomplete_conversion_writes_nothing_and_keeps_the_old_model(tmp_pat
     assert _listing(tmp_path) == before
 
 
-def test_a_successful_conversion_replaces_all_four_files(sample, tmp_path):
+def test_a_successful_conversion_replaces_all_four_files(tmp_path):
     _old_model(tmp_path, "tiny_cnn")
-    assert main(["convert", str(sample), "-q"]) == 0
+    shutil.copy(SAMPLE, tmp_path / "tiny_cnn.pt2")
+    assert main(["convert", str(tmp_path / "tiny_cnn.pt2"), "-q"]) == 0
     after = _listing(tmp_path)
     assert sorted(after) == sorted(f"tiny_cnn{s}" for s in SUFFIXES)
     assert all(not v.startswith(b"old ") for v in after.values())
 
 
-def test_cancel_while_writing_keeps_the_old_model(sample, tmp_path):
+def test_cancel_while_writing_keeps_the_old_model(tmp_path):
     before = _old_model(tmp_path, "tiny_cnn")
     calls = []
 
@@ -87,14 +81,14 @@ def test_cancel_while_writing_keeps_the_old_model(sample, tmp_path):
         calls.append(1)
         return len(calls) > 30
 
-    with engine.load(sample) as pkg:
+    with engine.load(SAMPLE) as pkg:
         result = convert(pkg)
         with pytest.raises(Cancelled):
             result.write_all(tmp_path, "tiny_cnn", cancel=cancel)
     assert len(calls) > 30 and _listing(tmp_path) == before
 
 
-def test_disk_full_while_writing_the_pnnx_model_keeps_everything(sample, tmp_path):
+def test_disk_full_while_writing_the_pnnx_model_keeps_everything(tmp_path):
     if not shutil.which("unshare") or subprocess.run(["unshare", "-rm", "true"], capture_output=True).returncode:
         pytest.skip("cannot create a private mount namespace for a small tmpfs")
     folder = tmp_path / "small"  # 256 KiB: room for the new ncnn model (~110 KiB), not for the pnnx .bin too
@@ -106,7 +100,7 @@ def test_disk_full_while_writing_the_pnnx_model_keeps_everything(sample, tmp_pat
         for s in {SUFFIXES!r}:
             open(os.path.join(folder, "m" + s), "w").write("old " + s)
         from engine.cli.main import main
-        rc = main(["convert", {str(sample)!r}, "ncnnparam=" + folder + "/m.ncnn.param",
+        rc = main(["convert", {str(SAMPLE)!r}, "ncnnparam=" + folder + "/m.ncnn.param",
                    "ncnnbin=" + folder + "/m.ncnn.bin", "pnnxparam=" + folder + "/m.pnnx.param",
                    "pnnxbin=" + folder + "/m.pnnx.bin"])
         files = {{n: open(os.path.join(folder, n)).read() for n in sorted(os.listdir(folder))}}

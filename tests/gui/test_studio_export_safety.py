@@ -12,7 +12,7 @@ import logging
 import threading
 
 import pytest
-from conftest import TINY_CNN, open_model
+from tests.gui.conftest import TINY_CNN, open_model
 
 from engine.passes.manager import Cancelled as EngineCancelled
 from gui.main_window import _write_files, export_paths

@@ -320,11 +320,12 @@ class EdgeRef:
 
 
 class EdgeChunk(QGraphicsPathItem):
-    """Many edges as one path, drawn with one pen (painted by Qt in C++)."""
+    """Pieces of many edges (each a pair of consecutive route points) as one path, drawn with
+    one pen (painted by Qt in C++)."""
 
-    def __init__(self, routes: Sequence[Sequence[tuple[float, float]]], pen: QPen):
+    def __init__(self, pieces: Sequence[Sequence[tuple[float, float]]], pen: QPen):
         path = QPainterPath()
-        for pts in routes:
+        for pts in pieces:
             add_smooth_route(path, pts)
         super().__init__(path)
         self.setPen(pen)

@@ -40,6 +40,8 @@ log = logging.getLogger(__name__)
 MARGIN = 40.0
 #: side of the square cells the overview is cut into (scene units)
 CHUNK = 3000.0
+#: side of the cells edge pieces are drawn in
+EDGE_CELL = 1000.0
 #: which diff / problem mark a collapsed box shows when its nodes have several
 MARK_RANK = {"removed": 1, "changed": 2, "added": 3}
 
@@ -215,8 +217,10 @@ class GraphScene(QGraphicsScene):
             self._edges_of.setdefault(ru, []).append(k)
             self._edges_of.setdefault(rv, []).append(k)
             if route:
-                x0, y0 = route[0]
-                cells.setdefault((int(x0 // CHUNK), int(y0 // CHUNK), e.from_param), []).append(route)
+                # each piece of the route goes to the cell where it starts: a frame then strokes
+                # only the pieces near the view, however long the edges
+                for a, b in zip(route, route[1:]):
+                    cells.setdefault((int(a[0] // EDGE_CELL), int(a[1] // EDGE_CELL), e.from_param), []).append((a, b))
                 x1, y1 = route[-1]
                 ends.setdefault((int(x1 // CHUNK), int(y1 // CHUNK)), []).append(route)
                 xs = [q[0] for q in route]

@@ -32,6 +32,7 @@ import numpy as np
 
 from ..converters._weights import derived, matmul_weight
 from ..converters.attention import causal_mask
+from .recompose_attention import add_constant, constant_mask
 from ..ir import Attribute, Graph, Operand, Operator
 from ._rewrite import replace_chain
 from .manager import graph_pass
@@ -325,6 +326,14 @@ def _mask(graph: Graph, region: _Region) -> Operand | None:
     return _unbroadcast_mask(mask)
 
 
+def _fold_constant_mask(graph: Graph, sdpa: Operator) -> None:
+    """An attn_mask made only of creation ops (``triu(full(-inf), 1)``) becomes a constant."""
+    mask = sdpa.named_input("attn_mask")
+    evaluated = constant_mask(mask) if mask is not None else None
+    if evaluated is not None:
+        graph.set_input(sdpa, sdpa.inputs.index(mask), add_constant(graph, evaluated[0], sdpa, f"{sdpa.name}_mask"))
+
+
 def _unbroadcast_mask(mask: Operand) -> Operand:
     """The tensor ``mask`` was viewed/broadcast from when every head reads the same values in the
     same order — one row for every query (``key_padding_mask.view(N, 1, 1, S).expand(-1, H, -1,
@@ -361,6 +370,7 @@ def _fuse(graph: Graph, region: _Region) -> Operator:
             "into one multi-head attention")
 def run(graph: Graph, cx) -> None:
     for sdpa in [op for op in graph.ops if op.type == SDPA]:
+        _fold_constant_mask(graph, sdpa)
         region = _match(sdpa)
         if region is None or region.output is None or not _closed(region):
             log.debug("no multi-head attention around %s", sdpa.name)

@@ -88,6 +88,8 @@ _EVAL = {
     "aten.logical_and.default": lambda a: np.logical_and(a["self"], a["other"]),
     "aten.logical_not.default": lambda a: np.logical_not(a["self"]),
     "aten.where.self": lambda a: np.where(a["condition"], a["self"], a["other"]),
+    "aten.eq.Scalar": lambda a: a["self"] == a["other"], "aten.ne.Scalar": lambda a: a["self"] != a["other"],
+    "aten.masked_fill.Scalar": lambda a: np.where(a["mask"], a["value"], a["self"]),
     "aten.tril.default": lambda a: np.tril(a["self"], a.get("diagonal", 0)),
     "aten.triu.default": lambda a: np.triu(a["self"], a.get("diagonal", 0)),
 }
@@ -124,6 +126,7 @@ class _Found:
     def __init__(self) -> None:
         self.ops: list[Operator] = []
         self.q = self.k = self.v = self.mask = None
+        self.mask_value: np.ndarray | None = None  #: a constant additive mask (from a masked_fill)
         self.scale: float | None = None
         self.causal = False
         self.root: Operator | None = None
@@ -162,6 +165,27 @@ def _softmax_input(p: Operand, found: _Found) -> Operand | None:
     return a
 
 
+def _masked_fill(a: Operand) -> tuple[Operand, np.ndarray, list[Operator]] | None:
+    """``(scores, additive mask, ops)`` when ``a`` is ``scores`` with a constant condition filled by
+    a number: ``masked_fill(scores, cond, v)`` or core ATen's ``where(cond, v, scores)``."""
+    op = a.producer
+    ops: list[Operator] = [op]
+    if op.type == "aten.masked_fill.Scalar":
+        cond_opd, scores, fill = _arg(op, "mask"), _arg(op, "self"), op.params.get("value")
+    else:
+        cond_opd, fill_opd, scores = _arg(op, "condition"), _arg(op, "self"), _arg(op, "other")
+        fill = _evaluate(fill_opd, ops) if fill_opd is not None else None
+        if fill is None or np.size(fill) != 1:
+            return None
+        fill = float(np.asarray(fill).reshape(-1)[0])
+    if not isinstance(fill, (int, float)) or cond_opd is None or scores is None:
+        return None
+    cond = _evaluate(cond_opd, ops)
+    if cond is None:
+        return None
+    return scores, np.where(np.asarray(cond, bool), np.float32(fill), np.float32(0)), ops
+
+
 def _match(root: Operator) -> _Found | None:
     found = _Found()
     found.root = root
@@ -170,10 +194,20 @@ def _match(root: Operator) -> _Found | None:
     if a is None:
         return None
     add = _producer(a, "aten.add.Tensor")
+    fill = _producer(a, "aten.masked_fill.Scalar")
     scores = a
     if add is not None and add.params.get("alpha", 1) == 1:
         scores, found.mask = add.inputs[0], add.inputs[1]
         found.ops.append(add)
+    elif fill is not None or _producer(a, "aten.where.self") is not None:
+        filled = _masked_fill(a)  # masked_fill(scores, cond, v) / core's where(cond, v, scores)
+        if filled is None:
+            return None
+        scores, found.mask_value, mask_ops = filled
+        found.ops += mask_ops
+    scores, post, post_op = _scalar_mul(scores)  # (q @ k^T) * scale
+    if post_op is not None:
+        found.ops.append(post_op)
     mm = _producer(scores, *_MATMULS)
     if mm is None:
         return None
@@ -186,7 +220,7 @@ def _match(root: Operator) -> _Found | None:
         return None
     found.ops.append(perm)
     found.q, found.k = q, perm.inputs[0]
-    found.scale = sq * sk
+    found.scale = sq * sk * post
     if found.q.shape is None or found.k.shape is None or len(found.q.shape) < 2:
         return None
     return found
@@ -198,25 +232,43 @@ def _closed(found: _Found) -> bool:
     return all(all(id(c) in inside for o in op.outputs for c in o.consumers) for op in found.ops)
 
 
+def add_constant(graph: Graph, value: np.ndarray, before: Operator, name: str) -> Operand:
+    """A float32 ``pnnx.Attribute`` holding ``value``, inserted before ``before``."""
+    value = np.asarray(value, np.float32)
+    out = graph.new_operand(graph.unique_operand_name(name), dtype="f32", shape=list(value.shape))
+    graph.add_op("pnnx.Attribute", graph.unique_op_name(name), [], [out], attrs={"data": Attribute(value)},
+                 before=before)
+    return out
+
+
+def constant_mask(opd: Operand) -> tuple[np.ndarray, list[Operator]] | None:
+    """An attention mask computed only from creation ops (``triu(full(-inf))``, ``arange`` + ``le``...)
+    as an additive float mask (a boolean one: True = attend), with the ops that compute it."""
+    ops: list[Operator] = []
+    value = _evaluate(opd, ops)
+    if value is None or not ops:  # computed from inputs, or already a constant
+        return None
+    value = np.asarray(value)
+    if value.dtype == np.bool_:
+        value = np.where(value, np.float32(0.0), np.float32(-np.inf))
+    return value.astype(np.float32), ops
+
+
 def _resolve_mask(graph: Graph, found: _Found) -> None:
-    if found.mask is None:
-        return
-    mask_ops: list[Operator] = []
-    value = _evaluate(found.mask, mask_ops)
-    if value is None or not mask_ops:  # computed from inputs, or already a constant
+    if found.mask is not None:
+        evaluated = constant_mask(found.mask)
+        if evaluated is None:
+            return
+        found.mask_value, mask_ops = evaluated
+        found.ops += [o for o in mask_ops if o not in found.ops]
+    if found.mask_value is None:
         return
     rows, cols = found.q.shape[-2], found.k.shape[-2]
-    value = np.asarray(value, np.float32)
+    value = found.mask_value
     if value.shape == (rows, cols) and np.array_equal(value, causal_mask(rows, cols)):
         found.causal, found.mask = True, None
     else:
-        attr = Attribute(value)
-        const = graph.add_op("pnnx.Attribute", graph.unique_op_name(f"{found.root.name}_mask"), [],
-                             [graph.new_operand(graph.unique_operand_name(f"{found.root.name}_mask"), dtype="f32",
-                                                shape=list(value.shape))],
-                             attrs={"data": attr}, before=found.root)
-        found.mask = const.outputs[0]
-    found.ops += [o for o in mask_ops if o not in found.ops]
+        found.mask = add_constant(graph, value, found.root, f"{found.root.name}_mask")
 
 
 def _cancelling_permutes(graph: Graph, out: Operand) -> None:

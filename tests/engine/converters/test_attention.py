@@ -171,3 +171,11 @@ def test_hand_written_attention_fused(tmp_path, dialect):
 
     c = check_module(SelfAttention().eval(), [torch.randn(1, 9, 32)], tmp_path, dialect=dialect)
     assert _types(c) == ["Input", "MultiHeadAttention"]
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_multihead_attention_causal_constant_mask(tmp_path, dialect):
+    """attn_mask = triu(full(-inf), 1) built in forward: evaluated to a constant."""
+    c = check_module(MhaMasked(causal=True).eval(), [torch.randn(1, 9, 32), torch.zeros(1, 9)], tmp_path,
+                     dialect=dialect)
+    assert _types(c).count("MultiHeadAttention") == 1

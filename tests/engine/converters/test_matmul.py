@@ -65,8 +65,9 @@ def test_bmm(tmp_path, dialect):
 
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_mm_unbatched(tmp_path, dialect):
-    check_module(Fn(lambda a, b: torch.mm(a, b).unsqueeze(0)), [torch.randn(5, 6), torch.randn(6, 7)], tmp_path,
-                 dialect=dialect, batched=[False, False], expect_types=["MatMul"])
+    """2-D operands (the batch axis squeezed away) → a 2-D MatMul."""
+    check_module(Fn(lambda a, b: torch.mm(a.squeeze(0), b.squeeze(0)).unsqueeze(0)),
+                 [torch.randn(1, 5, 6), torch.randn(1, 6, 7)], tmp_path, dialect=dialect, expect_types=["MatMul"])
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
@@ -86,9 +87,9 @@ def test_baddbmm_input_bias(tmp_path, dialect):
 
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_addmm_computed(tmp_path, dialect):
-    check_module(Fn(lambda s, a, b: torch.addmm(s, a, b, beta=2.0).unsqueeze(0)),
-                 [torch.randn(5, 7), torch.randn(5, 6), torch.randn(6, 7)], tmp_path, dialect=dialect,
-                 batched=[False, False, False], expect_types=["MatMul"])
+    check_module(Fn(lambda s, a, b: torch.addmm(s.squeeze(0), a.squeeze(0), b.squeeze(0), beta=2.0).unsqueeze(0)),
+                 [torch.randn(1, 5, 7), torch.randn(1, 5, 6), torch.randn(1, 6, 7)], tmp_path, dialect=dialect,
+                 expect_types=["MatMul"])
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
@@ -114,8 +115,8 @@ def test_einsum_2d(tmp_path, dialect):
     if dialect == "core":
         pytest.xfail("core ATen's einsum decomposition of unbatched operands (aten.unsqueeze.default + "
                      "aten.permute.default chains around bmm) converts to wrong values")
-    check_module(Fn(lambda a, b: torch.einsum("ij,jk->ik", a, b).unsqueeze(0)), [torch.randn(5, 6), torch.randn(6, 7)],
-                 tmp_path, dialect=dialect, batched=[False, False], expect_types=["MatMul"])
+    check_module(Fn(lambda a, b: torch.einsum("ij,jk->ik", a.squeeze(0), b.squeeze(0)).unsqueeze(0)),
+                 [torch.randn(1, 5, 6), torch.randn(1, 6, 7)], tmp_path, dialect=dialect, expect_types=["MatMul"])
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)

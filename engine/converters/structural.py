@@ -44,7 +44,9 @@ def memory_data(ctx, op):
 
     shape = ncnn_shape(op.outputs[0])
     data = op.attrs["data"]
-    keys = {1: ("w",), 2: ("w", "h"), 3: ("w", "h", "c"), 4: ("w", "h", "d", "c")}.get(len(shape), ())
+    if not shape:  # a 0-d constant (or a batch-of-one scalar) is a one-element blob
+        shape = [1]
+    keys = {1: ("w",), 2: ("w", "h"), 3: ("w", "h", "c"), 4: ("w", "h", "d", "c")}[len(shape)]
     params = {k: int(v) for k, v in zip(keys, reversed(shape))}
-    arr = data.map(lambda a: np.ascontiguousarray(np.asarray(a, dtype=np.float32).reshape(shape if shape else (1,))))
+    arr = data.map(lambda a: np.ascontiguousarray(np.asarray(a, dtype=np.float32).reshape(shape)))
     return ctx.layer("MemoryData", [], weights={"data": arr}, **params)

@@ -570,7 +570,9 @@ def _assign_y(lg: _LayeredGraph, heights: list[float], opt: LayoutOptions):
     cur = 0.0
     for lv in range(len(lg.layers)):
         layer_top[lv] = cur
-        cur += layer_h[lv] + opt.rank_sep
+        # a layer of nothing but zero-height ports (where edges enter or leave a group) needs
+        # only half the gap
+        cur += layer_h[lv] + (opt.rank_sep if layer_h[lv] > 0 else opt.rank_sep / 2)
     # small nodes centred in the layer's top band, tall ones (expanded groups) hanging from its top
     ys = []
     for v in range(len(lg.layer_of)):

@@ -86,6 +86,7 @@ class GraphPanel(QWidget):
         self.view.tooltip_for = self._tooltip
         self.scene.nodeSelectionChanged.connect(self.nodeSelectionChanged)
         self.scene.groupToggled.connect(self.toggle_group)
+        self.view.groupMenuRequested.connect(self._group_menu)
         self.view.nodeActivated.connect(self.nodeActivated)
         self.view.zoomChanged.connect(self._show_zoom)
 
@@ -332,6 +333,37 @@ class GraphPanel(QWidget):
         else:
             new = set(self.expanded) | {gid} | set(self.tree.group_ancestors(gid))
         self.set_expanded(new, anchor_group=gid)
+
+    def expand_subtree(self, gid: int) -> None:
+        """Open a group and every group inside it."""
+        if self.tree is not None and gid != ROOT:
+            self.set_expanded(set(self.expanded) | set(self.tree.subtree(gid)) | set(self.tree.group_ancestors(gid)),
+                              anchor_group=gid)
+
+    def collapse_subtree(self, gid: int) -> None:
+        """Close the groups inside a group, keeping it open."""
+        if self.tree is not None:
+            self.set_expanded(set(self.expanded) - (set(self.tree.subtree(gid)) - {gid}), anchor_group=gid)
+
+    def _group_menu(self, gid: int, global_pos) -> None:
+        """Right click on a module box."""
+        if self.tree is None or gid == ROOT:
+            return
+        g = self.tree.groups[gid]
+        menu = QMenu(self)
+        menu.addSection(g.label)
+        if gid in self.expanded:
+            menu.addAction("Collapse", lambda: self.toggle_group(gid))
+        else:
+            menu.addAction("Expand", lambda: self.toggle_group(gid))
+        if g.children:
+            menu.addAction("Expand everything inside", lambda: self.expand_subtree(gid))
+            if gid in self.expanded:
+                menu.addAction("Collapse everything inside", lambda: self.collapse_subtree(gid))
+        menu.addSeparator()
+        menu.addAction("Expand all", self.expand_all)
+        menu.addAction("Collapse all", self.collapse_all)
+        menu.popup(global_pos)
 
     def expand_all(self) -> None:
         if self.tree is not None:

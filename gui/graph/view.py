@@ -2,7 +2,8 @@
 
 Mouse: wheel zooms around the cursor, dragging pans, a click selects (Ctrl adds), a
 double-click centres; a click on a collapsed module box expands it, a click on an expanded
-box's header collapses it (the scene's ``groupToggled``). A :class:`~.minimap.Minimap` in the
+box's header collapses it (the scene's ``groupToggled``), a right click on a box offers to open
+or close everything inside it (``groupMenuRequested``). A :class:`~.minimap.Minimap` in the
 bottom-right corner shows where the view is in a graph larger than it. Keys: ``+``/``-`` zoom, ``F`` or ``0`` fit, ``1`` actual size, arrows walk
 the graph (Up: a producer, Down: a consumer, Left/Right: the neighbour in the same layer),
 ``Home``/``End`` the first/last node, ``Enter`` centres on the selection, ``Esc`` clears it.
@@ -14,7 +15,7 @@ from __future__ import annotations
 import logging
 from typing import Callable
 
-from PySide6.QtCore import QEvent, QPointF, QRectF, Qt, Signal
+from PySide6.QtCore import QEvent, QPoint, QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QKeyEvent, QMouseEvent, QPainter, QTransform, QWheelEvent
 from PySide6.QtWidgets import QGraphicsView, QToolTip
 
@@ -32,6 +33,8 @@ class GraphView(QGraphicsView):
     """A view of a :class:`GraphScene`."""
 
     zoomChanged = Signal(float)
+    #: right click on a module box: (group id, global position)
+    groupMenuRequested = Signal(int, QPoint)
     #: the user activated (double-clicked / pressed Enter on) a node
     nodeActivated = Signal(str)
 
@@ -195,6 +198,14 @@ class GraphView(QGraphicsView):
         s.select([s.graph.nodes[i].name], emit=True)
         self.focus_indices([i])
         self.nodeActivated.emit(s.graph.nodes[i].name)
+
+    def contextMenuEvent(self, event) -> None:
+        g = self.graph_scene.group_at(self.mapToScene(event.pos()))
+        if g is not None:
+            self.groupMenuRequested.emit(g, event.globalPos())
+            event.accept()
+            return
+        super().contextMenuEvent(event)
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
         key, s = event.key(), self.graph_scene

@@ -229,3 +229,18 @@ def test_search_results_inside_collapsed_groups_are_revealed(window, qtbot):
         window.search.hitActivated.emit(hits[0])
     i = aten.graph.index[hits[0].name]
     assert aten.scene.is_visible(i) and aten.scene.nodes[i].hit and aten.scene.selected_names() == [hits[0].name]
+
+
+def test_everything_inside_one_box_opens_and_closes(panel, qtbot):
+    disp = display_graph(synthetic_graph(900), "aten")
+    _show(panel, qtbot, disp)
+    _expand(panel, qtbot, panel.collapse_all)
+    tree = panel.tree
+    layer = tree.by_path["encoder.layers.1"]
+    _expand(panel, qtbot, panel.expand_subtree, layer)
+    inside = set(tree.subtree(layer))
+    assert panel.expanded == inside | {tree.by_path["encoder"]}
+    assert set(tree.nodes_of(layer)) <= set(panel.scene.layout.nodes)
+    _expand(panel, qtbot, panel.collapse_subtree, layer)
+    assert panel.expanded == {layer, tree.by_path["encoder"]}
+    assert {g for g in panel.scene.groups if g in inside} == inside  # the inner boxes show, closed

@@ -75,6 +75,7 @@ def run(args) -> int:
     from engine.convert.inputshape import parse_inputshape
     from engine.diagnostics import format_table
     from engine.passes import dump_records
+    from engine.writers.atomic import write_text_atomic
 
     from .main import UsageError
 
@@ -91,13 +92,20 @@ def run(args) -> int:
     if args.dump_passes:
         dump_records(result.records, args.dump_passes)
     paths = _paths(args, kv)
+    if args.output_dir:
+        try:
+            Path(args.output_dir).mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            from engine.errors import WriteError
+
+            raise WriteError(args.output_dir, f"cannot create the output folder: {e.strerror or e}") from None
     written: list[Path] = []
     if result.ok or args.partial:
         written = result.write(**paths, partial=args.partial)
     if args.report:
         report = result.report()
         report["files"] = [str(p) for p in written]
-        Path(args.report).write_text(json.dumps(report, indent=2) + "\n")
+        write_text_atomic(args.report, json.dumps(report, indent=2) + "\n")
     if not result.ok:
         print(format_table(result.errors), file=sys.stderr)
         unsupported = len(result.errors)

@@ -135,12 +135,18 @@ def dump_records(records: Sequence[PassRecord], directory) -> list[str]:
     """Write ``NN_<pass>.txt`` (snapshot) and ``NN_<pass>.diff`` for every record."""
     from pathlib import Path
 
+    from ..errors import WriteError
+    from ..writers.atomic import write_text_atomic
+
     d = Path(directory)
-    d.mkdir(parents=True, exist_ok=True)
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise WriteError(str(d), f"cannot create the folder: {e.strerror or e}") from None
     written = []
     for r in records:
         stem = f"{r.index:02d}_{r.name}"
-        (d / f"{stem}.txt").write_text(r.snapshot)
-        (d / f"{stem}.diff").write_text(r.diff.to_text())
+        write_text_atomic(d / f"{stem}.txt", r.snapshot)
+        write_text_atomic(d / f"{stem}.diff", r.diff.to_text())
         written += [f"{stem}.txt", f"{stem}.diff"]
     return written

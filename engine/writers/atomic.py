@@ -260,3 +260,10 @@ def atomic_transaction() -> Iterator[None]:
         if token is not None:
             _TRANSACTION.reset(token)
         _discard(pending)
+
+
+def write_text_atomic(path: str | os.PathLike, text: str) -> None:
+    """Write a small text file (a report, a pass snapshot) atomically: the old file stays
+    until the new one is complete; errors are :class:`WriteError` naming the path."""
+    with atomic_files([path]) as (f,):
+        f.write(text.encode("utf-8"))

@@ -96,3 +96,12 @@ def test_console_script_runs_in_a_subprocess(sample):
     r = subprocess.run([sys.executable, "-m", "engine.cli.main", "convert", str(sample), "--quiet"],
                        capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stderr
+
+
+def test_output_folder_is_created_and_a_bad_report_path_is_one_line(sample, tmp_path, capsys):
+    out = tmp_path / "new" / "sub"
+    assert main(["convert", str(sample), "-o", str(out), "-q"]) == 0
+    assert (out / "tiny_cnn.ncnn.param").exists()
+    assert main(["convert", str(sample), "-o", str(out), "-q", "--report", str(tmp_path / "missing" / "r.json")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "missing/r.json: the folder does not exist" in err[0]

@@ -2,7 +2,7 @@
 
 Weights stay lazy: a derived weight (a transposed deconvolution kernel, a BatchNorm folded into
 a convolution) is an :class:`~engine.ir.Attribute` with a loader, computed only when a writer
-asks for the data. Folding arithmetic runs in float64 and is cast to float32 once.
+asks for the data.
 """
 from __future__ import annotations
 

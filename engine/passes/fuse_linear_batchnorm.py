@@ -3,12 +3,8 @@
 BatchNorm's channels are the linear layer's output features."""
 from __future__ import annotations
 
-from .fuse_conv_batchnorm import fold_scale_shift, sole_consumer
+from .fuse_conv_batchnorm import fold_scale_shift, scale_rows, sole_consumer
 from .manager import graph_pass
-
-
-def _scale_rows(w, scale):
-    return w * scale[:, None]
 
 
 @graph_pass("fuse_linear_batchnorm", "fold BatchNorm1d into the preceding linear layer")
@@ -22,4 +18,4 @@ def run(graph, cx):
             continue
         if int(bn.params["num_features"]) != int(op.params["out_features"]):
             continue
-        fold_scale_shift(graph, op, bn, _scale_rows)
+        fold_scale_shift(graph, op, bn, scale_rows)

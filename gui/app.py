@@ -5,6 +5,7 @@
     pt2ncnn-studio [MODEL.pt2]
     pt2ncnn-studio --screenshot OUT.png [MODEL.pt2] [--select NODE] [--pass N] [--panel NAME]
                    [--right pnnx|ncnn] [--tensor FQN] [--theme light|dark] [--size 1600x1000]
+                   [--converters FILE.py] [--verify]
 
 Without a model the last one opens (the bundled sample on the very first start), so the window
 is never empty. ``--screenshot`` opens the model, converts it, renders the main window to a PNG
@@ -37,6 +38,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--search", metavar="TEXT", help="run a search")
     p.add_argument("--theme", choices=("system", "light", "dark"), help="colour scheme")
     p.add_argument("--hide-params", action="store_true", help="hide parameter nodes")
+    p.add_argument("--verify", action="store_true", help="verify against PyTorch before the screenshot "
+                   "(needs torch and ncnn)")
+    p.add_argument("--converters", metavar="FILE.py", action="append", default=[],
+                   help="converter plug-in file(s) for the conversion")
     p.add_argument("--settings", metavar="FILE.ini", help="keep settings in this file")
     p.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
     return p.parse_args(argv)
@@ -132,11 +137,22 @@ def screenshot(win, args: argparse.Namespace) -> int:
     win.wait_settled()
     if win.doc is None:
         return 1  # the reporter printed the reader's message
+    if args.converters:
+        from dataclasses import replace
+
+        win.convert(replace(win.convert_options(), converters=list(args.converters)))
+        win.wait_settled()
     if win.doc.conversion is None:
         win.convert()
         win.wait_settled()
         if win.doc.conversion is None:
             return 1
+    if args.verify:
+        win.verifier.verify()
+        win.wait_settled()
+        if win.verify_panel.isHidden():
+            win.docks["verify"].show()
+        win.docks["verify"].raise_()
     if args.pass_index is not None:
         if not win.passes.select_pass(args.pass_index):
             print(f"--pass {args.pass_index}: no such pass", file=sys.stderr)

@@ -9,7 +9,7 @@ S=resources/samples/tiny_cnn.pt2
 shot() { "$PY" -m gui.app --screenshot "docs/images/$1.png" "${@:2}"; }
 shot studio-main     "$S" --select conv2d_5 --panel inspector
 shot studio-ncnn     "$S" --right ncnn --select conv2d_5 --panel problems
-shot studio-passes   "$S" --pass 8 --panel passes
+shot studio-passes   "$S" --pass fuse_conv_batchnorm --panel passes
 shot studio-weights  "$S" --tensor blocks.1.expand.0.weight --panel tensors
 shot studio-verify   "$S" --converters docs/examples/break_one_relu.py --verify --right ncnn
 shot studio-groups   resources/samples/tiny_transformer.pt2 --panel signature

@@ -31,7 +31,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--screenshot", metavar="OUT.png", help="render the window to a PNG and exit")
     p.add_argument("--size", default="1600x1000", help="window size for --screenshot (WxH)")
     p.add_argument("--select", metavar="NODE", help="select an ATen node (by name) before the screenshot")
-    p.add_argument("--pass", dest="pass_index", type=int, metavar="N", help="select pass N before the screenshot")
+    p.add_argument("--pass", dest="pass_index", metavar="N|NAME", help="select pass N (or the first pass named "
+                   "NAME) before the screenshot")
     p.add_argument("--panel", metavar="NAME", help="raise a panel: problems, passes, tensors, signature, inspector")
     p.add_argument("--right", choices=("pnnx", "ncnn"), help="graph shown on the right")
     p.add_argument("--tensor", metavar="FQN", help="open a tensor in the weight viewer")
@@ -154,7 +155,11 @@ def screenshot(win, args: argparse.Namespace) -> int:
             win.docks["verify"].show()
         win.docks["verify"].raise_()
     if args.pass_index is not None:
-        if not win.passes.select_pass(args.pass_index):
+        index = args.pass_index
+        if not str(index).isdigit():
+            names = [r.name for r in win.doc.conversion.result.records]
+            index = names.index(index) if index in names else -1
+        if not win.passes.select_pass(int(index)):
             print(f"--pass {args.pass_index}: no such pass", file=sys.stderr)
             return 2
         win.docks["passes"].raise_()

@@ -19,9 +19,12 @@ FP16_MAX = float(np.finfo(np.float16).max)
 
 
 def to_fp16(data: np.ndarray) -> np.ndarray:
-    """fp32 → fp16 with round-to-nearest-even; values beyond ±65504 are clamped (not inf)."""
+    """fp32 → fp16 with round-to-nearest-even; values beyond ±65504 are clamped (not inf).
+    The fp32 data is copied (clamped) only when it holds such a value (or a NaN)."""
     a = np.asarray(data, dtype=np.float32)
-    return np.clip(a, -FP16_MAX, FP16_MAX).astype("<f2")
+    if a.size and not (-FP16_MAX <= a.min() and a.max() <= FP16_MAX):  # False for a NaN too
+        a = np.clip(a, -FP16_MAX, FP16_MAX)
+    return a.astype("<f2")
 
 
 def _pad4(n: int) -> int:

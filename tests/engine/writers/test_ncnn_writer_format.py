@@ -88,6 +88,13 @@ def test_fp16_rounds_to_nearest():
     assert to_fp16(x).tolist() == [1.0, 1 + 2 ** -9, 1 + 2 ** -10, -65504.0, np.float16(1e-8)]
 
 
+def test_fp16_clamps_infinities_and_keeps_nan():
+    x = np.array([np.inf, -np.inf, 65519.0, 65520.0, np.nan, 2.0], np.float32)
+    h = to_fp16(x)
+    assert h.dtype == np.dtype("<f2")
+    assert h[:4].tolist() == [65504.0, -65504.0, 65504.0, 65504.0] and np.isnan(h[4]) and h[5] == 2.0
+
+
 def test_lazy_weights_and_integer_memorydata(tmp_path):
     calls = []
 

@@ -31,8 +31,10 @@ def _pad4(n: int) -> int:
     return (4 - n % 4) % 4
 
 
-def encode(data: np.ndarray, *, tagged: bool, fp16: bool) -> list[bytes]:
-    """The byte chunks of one weight (tag, data, padding). ``data`` is the flat weight."""
+def encode(data: np.ndarray, *, tagged: bool, fp16: bool) -> list[bytes | np.ndarray]:
+    """The chunks of one weight (tag, data, padding), each bytes-like: the data chunk is the
+    little-endian array itself (written through the buffer protocol, not copied to bytes).
+    ``data`` is the flat weight."""
     a = np.asarray(data).reshape(-1)
     if a.dtype.kind in "bcOSUV":
         raise TypeError(f"cannot store {a.dtype} data as ncnn weights")
@@ -41,18 +43,18 @@ def encode(data: np.ndarray, *, tagged: bool, fp16: bool) -> list[bytes]:
             info = np.iinfo(np.int32)
             if a.size and (a.min() < info.min or a.max() > info.max):
                 raise ValueError("integer weight does not fit int32")
-            return [np.ascontiguousarray(a, dtype="<i4").tobytes()]
-        return [np.ascontiguousarray(a, dtype="<f4").tobytes()]
+            return [np.ascontiguousarray(a, dtype="<i4")]
+        return [np.ascontiguousarray(a, dtype="<f4")]
     if a.dtype == np.int8:
-        raw = a.tobytes()
-        return [INT8_TAG.to_bytes(4, "little"), raw, b"\0" * _pad4(len(raw))]
+        raw = np.ascontiguousarray(a)
+        return [INT8_TAG.to_bytes(4, "little"), raw, b"\0" * _pad4(raw.nbytes)]
     if fp16:
         h = to_fp16(a)
-        chunks = [FP16_TAG.to_bytes(4, "little"), h.tobytes()]
+        chunks = [FP16_TAG.to_bytes(4, "little"), h]
         if h.size % 2:
             chunks.append(FP16_PAD.to_bytes(2, "little"))
         return chunks
-    return [FP32_TAG.to_bytes(4, "little"), np.ascontiguousarray(a, dtype="<f4").tobytes()]
+    return [FP32_TAG.to_bytes(4, "little"), np.ascontiguousarray(a, dtype="<f4")]
 
 
 def stored_size(n: int, tag: int | None) -> int:

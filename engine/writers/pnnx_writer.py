@@ -125,13 +125,15 @@ def param_text(graph: Graph) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _attr_bytes(op: Operator, key: str) -> bytes:
+def _attr_bytes(op: Operator, key: str) -> np.ndarray:
+    """The attribute's data as little-endian raw bytes: a flat uint8 view (a copy only when the
+    data is strided or big-endian)."""
     a = op.attrs[key]
     data = np.ascontiguousarray(a.data)
     size = _ELEMSIZE.get(a.dtype, data.dtype.itemsize) * math.prod(a.shape)
-    raw = data.astype(data.dtype.newbyteorder("<"), copy=False).tobytes()
-    if len(raw) != size:
-        raise _ValueError(f"attribute {key!r} holds {len(raw)} bytes, {a.shape} {a.dtype} needs {size}")
+    raw = data.astype(data.dtype.newbyteorder("<"), copy=False).reshape(-1).view(np.uint8)
+    if raw.size != size:
+        raise _ValueError(f"attribute {key!r} holds {raw.size} bytes, {a.shape} {a.dtype} needs {size}")
     return raw
 
 

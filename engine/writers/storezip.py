@@ -42,7 +42,8 @@ class StoreZipWriter:
         self._entries: list[_Entry] = []
         self._names: set[bytes] = set()
 
-    def write_member(self, name: str, data: bytes | memoryview) -> None:
+    def write_member(self, name: str, data) -> None:
+        """Append member ``name`` holding ``data`` (any C-contiguous bytes-like object)."""
         raw_name = name.encode("utf-8")
         if raw_name in self._names:
             raise ValueError(f"zip member {name!r} written twice")

@@ -1,4 +1,5 @@
-"""Shared graph surgery for the rewriting passes: replace a chain of operators by one."""
+"""Shared graph surgery for the rewriting passes: find an operator's sole reader, replace a chain
+of operators by one."""
 from __future__ import annotations
 
 from typing import Any, Sequence
@@ -9,6 +10,17 @@ _TMP = "\x00rewrite"
 
 #: source metadata the replacement takes over from the chain's last operator
 _KEPT_META = ("source", "module_stack", "aten_op")
+
+
+def sole_consumer(op: Operator, types: Sequence[str]) -> Operator | None:
+    """The one operator reading ``op``'s single output if its type is in ``types``, else None
+    (a graph output or a second reader blocks fusion)."""
+    if len(op.outputs) != 1 or len(op.outputs[0].consumers) != 1:
+        return None
+    user = op.outputs[0].consumers[0]
+    if user.type not in types or len(user.inputs) != 1 or len(user.outputs) != 1:
+        return None
+    return user
 
 
 def replace_chain(graph: Graph, root: Operator, absorbed: Sequence[Operator], type: str, inputs: Sequence[Operand],

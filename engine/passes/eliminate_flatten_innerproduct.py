@@ -5,7 +5,7 @@ width equals the layer's input size. Saves a layer and a copy in every CNN class
 from __future__ import annotations
 
 from ..convert.shapes import ncnn_rank
-from .fuse_conv_batchnorm import sole_consumer
+from ._rewrite import sole_consumer
 from .manager import graph_pass
 
 

@@ -14,21 +14,11 @@ import numpy as np
 
 from ..converters._weights import as_f64, derived
 from ..converters.norm import batchnorm_affine
+from ._rewrite import sole_consumer
 from .manager import graph_pass
 
 _CONVS = {"nn.Conv1d": "nn.BatchNorm1d", "nn.Conv2d": "nn.BatchNorm2d",
           "nn.ConvTranspose1d": "nn.BatchNorm1d", "nn.ConvTranspose2d": "nn.BatchNorm2d"}
-
-
-def sole_consumer(op, types):
-    """The one operator reading ``op``'s single output if its type is in ``types``, else None
-    (a graph output or a second reader blocks fusion)."""
-    if len(op.outputs) != 1 or len(op.outputs[0].consumers) != 1:
-        return None
-    user = op.outputs[0].consumers[0]
-    if user.type not in types or len(user.inputs) != 1 or len(user.outputs) != 1:
-        return None
-    return user
 
 
 def fold_scale_shift(graph, op, bn, weight_fn):

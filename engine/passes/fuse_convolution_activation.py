@@ -19,7 +19,7 @@ output (a graph output or a second reader keeps them apart).
 from __future__ import annotations
 
 from ..ncnn.layers import param_id, resolve_params
-from .fuse_conv_batchnorm import sole_consumer
+from ._rewrite import sole_consumer
 from .manager import graph_pass
 
 #: layers with ncnn's fused activation (params 9 activation_type / 10 activation_params)

@@ -3,7 +3,8 @@
 BatchNorm's channels are the linear layer's output features."""
 from __future__ import annotations
 
-from .fuse_conv_batchnorm import fold_scale_shift, scale_rows, sole_consumer
+from ._rewrite import sole_consumer
+from .fuse_conv_batchnorm import fold_scale_shift, scale_rows
 from .manager import graph_pass
 
 

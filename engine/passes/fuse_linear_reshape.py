@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from .fuse_conv_batchnorm import sole_consumer
+from ._rewrite import sole_consumer
 from .manager import graph_pass
 
 RESHAPES = ("Tensor.reshape", "Tensor.view")

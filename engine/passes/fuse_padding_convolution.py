@@ -10,7 +10,7 @@ the convolution's ``pad_value`` when the convolution already pads.
 from __future__ import annotations
 
 from ..ncnn.layers import make_params, param_values, resolve_params
-from .fuse_conv_batchnorm import sole_consumer
+from ._rewrite import sole_consumer
 from .manager import graph_pass
 
 CONV2D = ("Convolution", "ConvolutionDepthWise")

@@ -131,6 +131,9 @@ def _as_heads(ctx, t: Operand) -> Operand:
 def _mask_input(ctx, op, mask: Operand, heads, rows, cols) -> Operand:
     """``mask`` as ncnn's SDPA reads it: ``(L, S)`` or ``(1|heads, L, S)``, every row present."""
     shape = ncnn_shape(mask)
+    if len(shape) > 3 and _heads_shape(mask)[0] in (1, heads) and all(isinstance(d, int) for d in shape):
+        mask = reshape_to(ctx, mask, _heads_shape(mask))  # (1, H, L, S) whose batch flag a view dropped
+        shape = ncnn_shape(mask)
     if len(shape) == 3 and shape[0] in (1, heads) and shape[1:] == [rows, cols]:
         return mask
     if shape == [rows, cols]:

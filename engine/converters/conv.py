@@ -221,7 +221,7 @@ def _grouped_deconv(ctx, op, weight, bias, groups: int, geometry: dict):
     in_c, out_g = int(weight.shape[0]), int(weight.shape[1])
     in_g = in_c // groups
     x = op.inputs[0]
-    base = op.meta.get("lowering_name", op.name)
+    base = ctx.name
     parts = ctx.layer("Slice", [x], outputs=groups, name=f"{base}_slice", slices=[in_g] * groups, axis=0)
     outs = []
     for g, part in enumerate(parts):

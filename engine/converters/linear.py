@@ -130,15 +130,19 @@ def _check_linear_input(op, ctx):
     return None
 
 
-def _gemm(ctx, x, op, rows):
-    p = op.params
-    has_bias = bool(p.get("bias"))
-    weights = {"B_data": op.attrs["weight"]}
-    if has_bias:
-        weights["C_data"] = op.attrs["bias"]
+def gemm_layer(ctx, x, weight, bias, rows):
+    """An ncnn ``Gemm`` computing ``x @ weight.T (+ bias)`` for a 2-D blob ``x`` of ``rows`` rows
+    (symbolic: left to the runtime), with the constant ``(out, in)`` ``weight`` and ``(out,)``
+    ``bias`` (arrays or Attributes; ``bias`` may be None)."""
+    out_f, in_f = (int(s) for s in weight.shape)
+    weights = {"B_data": weight} if bias is None else {"B_data": weight, "C_data": bias}
     return ctx.layer("Gemm", [x], weights=weights, transA=0, transB=1, constantA=0, constantB=1, constantC=1,
-                     constantM=rows if isinstance(rows, int) else 0, constantN=int(p["out_features"]),
-                     constantK=int(p["in_features"]), constant_broadcast_type_C=4 if has_bias else -1)
+                     constantM=rows if isinstance(rows, int) else 0, constantN=out_f, constantK=in_f,
+                     constant_broadcast_type_C=-1 if bias is None else 4)
+
+
+def _gemm(ctx, x, op, rows):
+    return gemm_layer(ctx, x, op.attrs["weight"], op.attrs["bias"] if op.params.get("bias") else None, rows)
 
 
 @ncnn_rule("nn.Linear", validator=_check_linear_input)
@@ -158,7 +162,7 @@ def linear_layer(ctx, op):
     lead = shape[:-1]
     rows = math.prod(lead) if all(isinstance(d, int) for d in lead) else -1
     batch = list(x.shape[:1]) if is_batched(x) else []
-    base = op.meta.get("lowering_name", op.name)
+    base = ctx.name
     flat = _reshape(ctx, x, f"{base}_ncnnreshape0", [rows, in_f], batch + [rows, in_f], is_batched(x))
     y = _gemm(ctx, flat, op, rows)
     y.shape, y.meta["batch"] = batch + [rows, out_f], is_batched(x)

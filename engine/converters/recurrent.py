@@ -56,6 +56,7 @@ from ..convert.shapes import ncnn_shape
 from ..ir import Attribute, Dim, Operand
 from ..ncnn.enums import BinaryOpType, ReshapeDim
 from ._weights import derived
+from .linear import gemm_layer
 from .shape import intermediate, reshape_params, reshape_to
 
 log = logging.getLogger(__name__)
@@ -325,7 +326,7 @@ def _ncnn_layer(ctx, op, spec: _Spec, k: int, seq: Operand, t: Dim, init: list[O
     """One ncnn LSTM/GRU/RNN layer over the ``(t, F)`` blob ``seq``: ``[sequence, *final
     states]`` (``n_states`` of them)."""
     extra = {"hidden_size": spec.hidden} if spec.kind == "LSTM" else {}
-    name = f"{op.meta.get('lowering_name', op.name)}_l{k}"
+    name = f"{ctx.name}_l{k}"
     outs = ctx.layer(spec.kind, [seq, *init], outputs=1 + n_states, weights=_layer_weights(op, spec, k), name=name,
                      num_output=spec.width, direction=2 if spec.dirs == 2 else 0,
                      weight_data_size=spec.dirs * _GATES[spec.kind] * spec.hidden * spec.layer_input(k), **extra)
@@ -336,11 +337,7 @@ def _ncnn_layer(ctx, op, spec: _Spec, k: int, seq: Operand, t: Dim, init: list[O
 
 def _gemm(ctx, x: Operand, weight: np.ndarray, bias: np.ndarray | None, rows: int) -> Operand:
     """``x @ weight.T (+ bias)`` for a 2-D ``x`` of ``rows`` rows."""
-    n, kdim = weight.shape
-    weights = {"B_data": weight} if bias is None else {"B_data": weight, "C_data": bias}
-    y = ctx.layer("Gemm", [x], weights=weights, transA=0, transB=1, constantA=0, constantB=1, constantC=1,
-                  constantM=rows, constantN=n, constantK=kdim, constant_broadcast_type_C=-1 if bias is None else 4)
-    return intermediate(y, [rows, n])
+    return intermediate(gemm_layer(ctx, x, weight, bias, rows), [rows, weight.shape[0]])
 
 
 def _relu_direction(ctx, w, seq: Operand, t: int, h: Operand | None, reverse: bool) -> tuple[Operand, Operand]:

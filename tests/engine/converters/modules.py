@@ -1,13 +1,5 @@
-"""Small torch modules the converter tests share."""
-import torch.nn as nn
+"""Kept for the converter tests that still import ``Fn`` from here (matmul, layer_norm,
+attention): the one ``Fn`` lives in :mod:`tests.harness`; import it from there."""
+from tests.harness import Fn
 
-
-class Fn(nn.Module):
-    """A function of the inputs as a module: ``Fn(lambda x, y: x * y)``."""
-
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *xs):
-        return self.fn(*xs)
+__all__ = ["Fn"]

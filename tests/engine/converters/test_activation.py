@@ -5,8 +5,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from tests.engine.converters.modules import Fn
-from tests.harness import DIALECTS, check_module
+from tests.harness import DIALECTS, Fn, check_module
 
 
 def _x(*shape, scale=3.0):

@@ -5,8 +5,7 @@ import pytest
 import torch
 from torch import nn
 
-from tests.engine.converters.modules import Fn
-from tests.harness import DIALECTS, check_module
+from tests.harness import DIALECTS, Fn, check_module
 
 CONV2D = [  # kernel, stride, padding, dilation
     (3, 1, 0, 1),

@@ -5,8 +5,7 @@ import pytest
 import torch
 from torch import nn
 
-from tests.engine.converters.modules import Fn
-from tests.harness import DIALECTS, check_module
+from tests.harness import DIALECTS, Fn, check_module
 
 
 def _types(checked):

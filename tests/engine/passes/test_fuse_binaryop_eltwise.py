@@ -7,8 +7,7 @@ import engine.convert  # noqa: F401  (import order: engine.convert before engine
 from engine.ir import Graph
 from engine.ncnn.layers import param_values
 from engine.passes import PassContext, PassManager, fuse_binaryop_eltwise
-from tests.engine.converters.modules import Fn
-from tests.harness import DIALECTS, check_module
+from tests.harness import DIALECTS, Fn, check_module
 
 S = "(1,4,5,6)f32"
 

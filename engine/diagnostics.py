@@ -53,12 +53,18 @@ class Diagnostic:
 @dataclass
 class DiagnosticList:
     items: list[Diagnostic] = field(default_factory=list)
+    #: (operator, reason, node) of every item, so :meth:`add` stays O(1)
+    _keys: set[tuple[str, str, str]] = field(default_factory=set, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._keys.update((d.operator, d.reason, d.node) for d in self.items)
 
     def add(self, d: Diagnostic) -> None:
         # one diagnostic per (operator, reason): passes may re-visit an unconverted op
-        for x in self.items:
-            if x.operator == d.operator and x.reason == d.reason and x.node == d.node:
-                return
+        key = (d.operator, d.reason, d.node)
+        if key in self._keys:
+            return
+        self._keys.add(key)
         self.items.append(d)
 
     @property

@@ -10,6 +10,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from . import registry
+from .context import STRUCTURAL
 
 
 @dataclass
@@ -64,14 +65,11 @@ def registered_targets() -> dict[str, list[dict]]:
     return out
 
 
-_STRUCTURAL = ("pnnx.Input", "pnnx.Output", "pnnx.Attribute")
-
-
 def coverage_of_result(result) -> Coverage:
     counts: Counter[str] = Counter()
     target_of: dict[str, str] = {}
     for op in result.aten.ops:
-        if op.type in _STRUCTURAL:
+        if op.type in STRUCTURAL:
             continue
         counts[op.type] += 1
         target_of[op.name] = op.type

@@ -3,16 +3,16 @@
 For each operator (in order) the registry selects the first accepting rule; the rule emits
 replacement operators before it and returns replacement operands; uses are rewired, the
 replacement operands take over the old operand names (so blob names stay the ATen value
-names), and the old operator is removed. A rule that refuses (``ctx.unsupported``) or crashes
-is rolled back and recorded as a diagnostic; the operator stays in the graph, marked
-``meta["unsupported"]``, and conversion goes on so every problem is reported in one run.
+names), and the old operator is removed. A rule that refuses (``ctx.unsupported``), crashes or
+gives no value for an output that is used is rolled back and recorded as a diagnostic; the
+operator stays in the graph under its own name, marked ``meta["unsupported"]``, and conversion
+goes on so every problem is reported in one run.
 """
 from __future__ import annotations
 
 import logging
 from typing import Callable, Sequence
 
-from ..diagnostics import Diagnostic
 from ..ir import Graph, Operand, Operator
 from .context import ConversionContext, Unsupported
 from .registry import Registry
@@ -66,6 +66,9 @@ def lower_graph(g: Graph, registry: Registry, ctx: ConversionContext,
             outs = _normalize(conv.fn(ctx, op), op)
             if len(outs) != len(op.outputs):
                 raise Unsupported(f"converter {conv.name} returned {len(outs)} outputs for {len(op.outputs)}")
+            for old, new in zip(op.outputs, outs):
+                if (new is None or new is old) and old.consumers:
+                    raise Unsupported(f"converter {conv.name} gave no value for output {old.name}, which is used")
         except Exception as e:  # a rule's refusal or bug never crashes the conversion
             _rollback(g, ctx.emitted)
             g.rename_op(op, original_name)
@@ -81,8 +84,6 @@ def lower_graph(g: Graph, registry: Registry, ctx: ConversionContext,
             ctx.current = None
         for old, new in zip(op.outputs, outs):
             if new is None:
-                if old.consumers:
-                    _fail_unused(ctx, op, old, conv.name)
                 continue
             g.replace_all_uses(old, new)
             if new.producer is not None and new.producer in ctx.emitted:
@@ -94,9 +95,6 @@ def lower_graph(g: Graph, registry: Registry, ctx: ConversionContext,
                 if new.shape is None and old.shape is not None:
                     new.shape = list(old.shape)
                 new.meta = {**old.meta, **new.meta}
-        if any(o.consumers for o in op.outputs):
-            # an output the rule returned None for is still used: keep op, report
-            continue
         g.remove_op(op)
         for e in ctx.emitted:
             e.meta.pop("lowering_name", None)
@@ -109,8 +107,3 @@ def lower_graph(g: Graph, registry: Registry, ctx: ConversionContext,
                     g.rename_operand(o, o.name.replace(_TMP, ""))
         lowered += 1
     return lowered
-
-
-def _fail_unused(ctx: ConversionContext, op: Operator, old: Operand, conv_name: str) -> None:
-    ctx.diagnostics.add(Diagnostic.for_operator(
-        op, f"converter {conv_name} gave no value for output {old.name}, which is used", stage=ctx.stage))

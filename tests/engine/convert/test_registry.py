@@ -88,6 +88,25 @@ def test_refusal_and_crash_become_diagnostics_and_keep_going(scoped):
     assert [d.module for d in ctx.diagnostics if d.node == "o"] == ["blocks.0"]
 
 
+def test_no_value_for_a_used_output_is_rolled_back(scoped):
+    @aten_converter("aten.two_out.default")
+    def half(ctx, op):
+        return [ctx.emit("F.half", [op.inputs[0]]), None]
+
+    g = Graph.from_text("7767517\n4 3\npnnx.Input x 0 1 x #x=(1,4)f32\n"
+                        "aten.two_out.default t 1 2 x a b #a=(1,4)f32 #b=(1,4)f32 !from=t\n"
+                        "pnnx.Output out 1 0 a\npnnx.Output out2 1 0 b\n")
+    g.find_op("t").meta["target"] = "torch.ops.aten.two_out.default"
+    ctx = lower(g)
+    g.lint()
+    assert [(op.type, op.name) for op in g.ops] == [("pnnx.Input", "x"), ("aten.two_out.default", "t"),
+                                                    ("pnnx.Output", "out"), ("pnnx.Output", "out2")]
+    assert sorted(g.operands) == ["a", "b", "x"]
+    [d] = ctx.diagnostics
+    assert (d.node, d.operator) == ("t", "t") and d.reason.endswith(".half gave no value for output b, which is used")
+    assert g.find_op("t").meta["unsupported"]
+
+
 def test_unregistered_op_is_reported(scoped):
     g = aten_graph()
     ctx = lower(g)

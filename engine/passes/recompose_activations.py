@@ -28,53 +28,13 @@ import logging
 import math
 from typing import Any, Callable
 
-import numpy as np
-
 from ..ir import Graph, Operand, Operator
 from ..ir.vocab import is_aten
+from ._match import Match, arg, commuted, const_scalar, number
 from ._rewrite import replace_chain
 from .manager import graph_pass
 
 log = logging.getLogger(__name__)
-
-class _Match:
-    """The ops of one matched chain (the root last) and the replacement's inputs/params."""
-
-    def __init__(self) -> None:
-        self.ops: list[Operator] = []
-
-    def take(self, opd: Operand | None, *types: str, sole: bool = True) -> Operator | None:
-        """The producer of ``opd`` if its type is one of ``types`` (and, with ``sole``, ``opd``
-        has no other user); the op is recorded as part of the chain."""
-        if opd is None or opd.producer is None or opd.producer.type not in types or not is_aten(opd.producer):
-            return None
-        if sole and len(opd.consumers) != 1:
-            return None
-        if opd.producer not in self.ops:
-            self.ops.append(opd.producer)
-        return opd.producer
-
-
-def _arg(op: Operator, name: str) -> Operand | None:
-    return op.inputs[op.input_names.index(name)] if name in op.input_names else None
-
-
-def _number(op: Operator, name: str) -> Any:
-    """A Python number argument, or a one-element constant tensor's value, else None."""
-    opd = _arg(op, name)
-    if opd is not None:
-        return _const_scalar(opd)
-    v = op.params.get(name)
-    return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
-
-
-def _const_scalar(opd: Operand) -> Any:
-    if "const" in opd.meta and isinstance(opd.meta["const"], (int, float)):
-        return opd.meta["const"]
-    p = opd.producer
-    if p is not None and p.type == "pnnx.Attribute" and "data" in p.attrs and int(np.prod(p.attrs["data"].shape)) == 1:
-        return np.asarray(p.attrs["data"].data).reshape(-1)[0].item()
-    return None
 
 
 def _const_tensor(opd: Operand) -> bool:
@@ -88,18 +48,12 @@ def _close(a: Any, b: float) -> bool:
 
 def _binary_args(op: Operator) -> tuple[Operand | None, Any]:
     """``(tensor operand, other)`` of a binary op: ``other`` is a number or an operand."""
-    return _arg(op, "self"), (_number(op, "other") if _number(op, "other") is not None else _arg(op, "other"))
-
-
-def _commuted(op: Operator) -> list[tuple[Operand | None, Operand | None]]:
-    """Both ``(x, y)`` orders of a commutative binary op's tensor operands."""
-    a, b = _arg(op, "self"), _arg(op, "other")
-    return [(a, b), (b, a)]
+    return arg(op, "self"), (number(op, "other") if number(op, "other") is not None else arg(op, "other"))
 
 
 def _other_tensor(op: Operator, x: Operand) -> Operand | None:
     """The operand of commutative binary ``op`` that is not ``x`` (None if ``x`` is not one)."""
-    a, b = _arg(op, "self"), _arg(op, "other")
+    a, b = arg(op, "self"), arg(op, "other")
     if a is x:
         return b
     if b is x:
@@ -124,7 +78,7 @@ def _bounds(op: Operator) -> tuple[Any, Any]:
     return lo, hi
 
 
-def _relu6_plus3(m: _Match, opd: Operand) -> Operand | None:
+def _relu6_plus3(m: Match, opd: Operand) -> Operand | None:
     """``x`` when ``opd`` is ``clamp(x + 3, 0, 6)`` spelled as a chain of clamps."""
     lo, hi, cur = -math.inf, math.inf, opd
     while True:
@@ -148,34 +102,34 @@ def _relu6_plus3(m: _Match, opd: Operand) -> Operand | None:
     return x if isinstance(three, (int, float)) and three == 3 else None
 
 
-def _div6(m: _Match, op: Operator) -> Operand | None:
+def _div6(m: Match, op: Operator) -> Operand | None:
     """The dividend of ``y / 6`` or ``y * (1/6)``."""
-    if op.type in ("aten.div.Tensor", "aten.div.Scalar") and _close(_number(op, "other"), 6.0):
-        return _arg(op, "self")
-    if op.type in ("aten.mul.Tensor", "aten.mul.Scalar") and _close(_number(op, "other"), 1 / 6):
-        return _arg(op, "self")
+    if op.type in ("aten.div.Tensor", "aten.div.Scalar") and _close(number(op, "other"), 6.0):
+        return arg(op, "self")
+    if op.type in ("aten.mul.Tensor", "aten.mul.Scalar") and _close(number(op, "other"), 1 / 6):
+        return arg(op, "self")
     return None
 
 
 # ----------------------------------------------------------------------------- patterns
-def _times_chain_of(m: _Match, root: Operator, chain: Callable[[_Match, Operand | None], Operand | None]):
+def _times_chain_of(m: Match, root: Operator, chain: Callable[[Match, Operand | None], Operand | None]):
     """``x`` when ``root`` is ``x * y`` (either order) with ``chain(y)`` matching and returning ``x``."""
     if root.type != "aten.mul.Tensor":
         return None
-    for x, y in _commuted(root):
-        sub = _Match()
+    for x, y in commuted(root):
+        sub = Match()
         if x is not None and chain(sub, y) is x:
             m.ops += sub.ops
             return x
     return None
 
 
-def _sigmoid_of(m: _Match, y: Operand | None) -> Operand | None:
+def _sigmoid_of(m: Match, y: Operand | None) -> Operand | None:
     sig = m.take(y, "aten.sigmoid.default")
     return sig.inputs[0] if sig else None
 
 
-def _hardsigmoid_of(m: _Match, y: Operand | None) -> Operand | None:
+def _hardsigmoid_of(m: Match, y: Operand | None) -> Operand | None:
     hs = m.take(y, "aten.hardsigmoid.default", "aten.div.Tensor", "aten.div.Scalar", "aten.mul.Tensor",
                 "aten.mul.Scalar")
     if hs is None:
@@ -186,7 +140,7 @@ def _hardsigmoid_of(m: _Match, y: Operand | None) -> Operand | None:
     return _relu6_plus3(m, y2) if y2 is not None else None
 
 
-def _tanh_softplus_of(m: _Match, y: Operand | None) -> Operand | None:
+def _tanh_softplus_of(m: Match, y: Operand | None) -> Operand | None:
     tanh = m.take(y, "aten.tanh.default")
     sp = m.take(tanh.inputs[0] if tanh else None, "aten.softplus.default")
     if sp is None or sp.params.get("beta", 1) != 1 or sp.params.get("threshold", 20) != 20:
@@ -194,18 +148,18 @@ def _tanh_softplus_of(m: _Match, y: Operand | None) -> Operand | None:
     return sp.inputs[0]
 
 
-def _silu(m: _Match, root: Operator):
+def _silu(m: Match, root: Operator):
     x = _times_chain_of(m, root, _sigmoid_of)
     return ("aten.silu.default", [x], {}) if x is not None else None
 
 
-def _hardsigmoid(m: _Match, root: Operator):
+def _hardsigmoid(m: Match, root: Operator):
     y = _div6(m, root)
     x = _relu6_plus3(m, y) if y is not None else None
     return ("aten.hardsigmoid.default", [x], {}) if x is not None else None
 
 
-def _hardswish(m: _Match, root: Operator):
+def _hardswish(m: Match, root: Operator):
     y = _div6(m, root)
     if y is not None:  # (x * R) / 6
         prod = m.take(y, "aten.mul.Tensor")
@@ -215,38 +169,38 @@ def _hardswish(m: _Match, root: Operator):
     return ("aten.hardswish.default", [x], {}) if x is not None else None
 
 
-def _where_parts(m: _Match, root: Operator):
+def _where_parts(m: Match, root: Operator):
     """``(x, threshold operand value, other branch operand)`` of ``where(gt(v, t), x, y)``."""
     if root.type != "aten.where.self":
         return None
-    cond, x, y = _arg(root, "condition"), _arg(root, "self"), _arg(root, "other")
+    cond, x, y = arg(root, "condition"), arg(root, "self"), arg(root, "other")
     gt = m.take(cond, "aten.gt.Scalar")
     if gt is None or x is None or y is None:
         return None
     return gt, x, y
 
 
-def _softplus(m: _Match, root: Operator):
+def _softplus(m: Match, root: Operator):
     parts = _where_parts(m, root)
     if parts is None:
         return None
     gt, x, y = parts
-    t = _number(gt, "other")
+    t = number(gt, "other")
     if t is None:
         return None
     beta, scaled = 1, x
     if gt.inputs[0] is not x:  # beta != 1: gt(x * beta, t) with the product shared by exp
         mul = gt.inputs[0].producer
-        if mul is None or mul.type not in ("aten.mul.Tensor", "aten.mul.Scalar") or _arg(mul, "self") is not x:
+        if mul is None or mul.type not in ("aten.mul.Tensor", "aten.mul.Scalar") or arg(mul, "self") is not x:
             return None
-        beta, scaled = _number(mul, "other"), gt.inputs[0]
+        beta, scaled = number(mul, "other"), gt.inputs[0]
         if beta is None or len(scaled.consumers) != 2:
             return None
         m.ops.append(mul)
         div = m.take(y, "aten.div.Tensor", "aten.div.Scalar")
-        if div is None or not _close(_number(div, "other"), float(beta)):
+        if div is None or not _close(number(div, "other"), float(beta)):
             return None
-        y = _arg(div, "self")
+        y = arg(div, "self")
     log1p = m.take(y, "aten.log1p.default")
     exp = m.take(log1p.inputs[0] if log1p else None, "aten.exp.default")
     if exp is None or exp.inputs[0] is not scaled:
@@ -254,16 +208,16 @@ def _softplus(m: _Match, root: Operator):
     return "aten.softplus.default", [x], {"beta": beta, "threshold": t}
 
 
-def _mish(m: _Match, root: Operator):
+def _mish(m: Match, root: Operator):
     x = _times_chain_of(m, root, _tanh_softplus_of)
     return ("aten.mish.default", [x], {}) if x is not None else None
 
 
 def _positive_branch(gt: Operator, x: Operand) -> bool:
-    return gt.inputs[0] is x and _number(gt, "other") == 0
+    return gt.inputs[0] is x and number(gt, "other") == 0
 
 
-def _celu(m: _Match, root: Operator):
+def _celu(m: Match, root: Operator):
     parts = _where_parts(m, root)
     if parts is None or not _positive_branch(parts[0], parts[1]):
         return None
@@ -271,20 +225,20 @@ def _celu(m: _Match, root: Operator):
     alpha, inner = 1, y  # alpha 1 decomposes without the mul and the div
     mul = m.take(y, "aten.mul.Tensor", "aten.mul.Scalar")
     if mul is not None:
-        alpha, inner = _number(mul, "other"), _arg(mul, "self")
+        alpha, inner = number(mul, "other"), arg(mul, "self")
     expm1 = m.take(inner, "aten.expm1.default")
     if expm1 is None or not alpha:
         return None
     if expm1.inputs[0] is not x:
         div = m.take(expm1.inputs[0], "aten.div.Tensor", "aten.div.Scalar")
-        if div is None or _arg(div, "self") is not x or not _close(_number(div, "other"), float(alpha)):
+        if div is None or arg(div, "self") is not x or not _close(number(div, "other"), float(alpha)):
             return None
     elif alpha != 1:
         return None
     return "aten.celu.default", [x], {"alpha": alpha}
 
 
-def _prelu_or_leaky(m: _Match, root: Operator):
+def _prelu_or_leaky(m: Match, root: Operator):
     parts = _where_parts(m, root)
     if parts is None or not _positive_branch(parts[0], parts[1]):
         return None
@@ -293,7 +247,7 @@ def _prelu_or_leaky(m: _Match, root: Operator):
     if mul is None:
         return None
     w = _other_tensor(mul, x)
-    slope = _number(mul, "other") if _arg(mul, "self") is x else None
+    slope = number(mul, "other") if arg(mul, "self") is x else None
     if slope is not None:
         return "aten.leaky_relu.default", [x], {"negative_slope": slope}
     if w is not None and _const_tensor(w):
@@ -301,15 +255,15 @@ def _prelu_or_leaky(m: _Match, root: Operator):
     return None
 
 
-def _log_sigmoid(m: _Match, root: Operator):
+def _log_sigmoid(m: Match, root: Operator):
     if root.type != "aten.sub.Tensor" or root.params.get("alpha", 1) != 1:
         return None
-    mn = m.take(_arg(root, "self"), "aten.minimum.default")
+    mn = m.take(arg(root, "self"), "aten.minimum.default")
     if mn is None:
         return None
-    a, b = _arg(mn, "self"), _arg(mn, "other")
-    x = b if a is not None and _const_scalar(a) == 0 else a if b is not None and _const_scalar(b) == 0 else None
-    log1p = m.take(_arg(root, "other"), "aten.log1p.default")
+    a, b = arg(mn, "self"), arg(mn, "other")
+    x = b if a is not None and const_scalar(a) == 0 else a if b is not None and const_scalar(b) == 0 else None
+    log1p = m.take(arg(root, "other"), "aten.log1p.default")
     exp = m.take(log1p.inputs[0] if log1p else None, "aten.exp.default")
     neg = m.take(exp.inputs[0] if exp else None, "aten.neg.default")
     ab = m.take(neg.inputs[0] if neg else None, "aten.abs.default")
@@ -319,7 +273,7 @@ def _log_sigmoid(m: _Match, root: Operator):
 
 
 #: tried in order on every op (as the chain's last op); later ones see earlier results
-PATTERNS: list[Callable[[_Match, Operator], Any]] = [
+PATTERNS: list[Callable[[Match, Operator], Any]] = [
     _silu, _hardsigmoid, _hardswish, _softplus, _mish, _celu, _prelu_or_leaky, _log_sigmoid,
 ]
 
@@ -346,7 +300,7 @@ def run(graph: Graph, cx) -> None:
             if id(root) in removed or not is_aten(root) or len(root.outputs) != 1:
                 continue
             for pattern in PATTERNS:
-                m = _Match()
+                m = Match()
                 found = pattern(m, root)
                 if found is None:
                     continue

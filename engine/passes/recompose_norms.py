@@ -25,9 +25,9 @@ import math
 
 from ..ir import Graph, Operand, Operator
 from ..ir.vocab import is_aten
+from ._match import Match, arg, commuted, number
 from ._rewrite import replace_chain
 from .manager import graph_pass
-from .recompose_activations import _arg, _commuted, _Match, _number
 
 log = logging.getLogger(__name__)
 
@@ -45,18 +45,18 @@ def _trailing_dims(dims, rank: int) -> int | None:
     return len(norm) if norm == list(range(rank - len(norm), rank)) else None
 
 
-def _rms_of(m: _Match, x: Operand, r: Operand | None) -> tuple[list, float] | None:
+def _rms_of(m: Match, x: Operand, r: Operand | None) -> tuple[list, float] | None:
     """``(normalized_shape, eps)`` when ``r`` is ``rsqrt(mean(x ** 2, trailing, keepdim) + eps)``."""
     rsqrt = m.take(r, "aten.rsqrt.default")
     add = m.take(rsqrt.inputs[0] if rsqrt else None, "aten.add.Scalar", "aten.add.Tensor")
     if add is None or add.params.get("alpha", 1) != 1:
         return None
-    eps = _number(add, "other")
-    mean = m.take(_arg(add, "self"), "aten.mean.dim")
+    eps = number(add, "other")
+    mean = m.take(arg(add, "self"), "aten.mean.dim")
     if eps is None or mean is None or not mean.params.get("keepdim"):
         return None
     sq = m.take(mean.inputs[0], "aten.pow.Tensor_Scalar")
-    if sq is None or sq.inputs[0] is not x or _number(sq, "exponent") != 2 or x.shape is None:
+    if sq is None or sq.inputs[0] is not x or number(sq, "exponent") != 2 or x.shape is None:
         return None
     k = _trailing_dims(mean.params.get("dim"), len(x.shape))
     if k is None:
@@ -67,20 +67,20 @@ def _rms_of(m: _Match, x: Operand, r: Operand | None) -> tuple[list, float] | No
 
 def _rms_norm(graph: Graph, root: Operator) -> bool:
     """Replace the rms-norm chain ending at ``root`` (a ``mul``); True if it did."""
-    for a, b in _commuted(root):
-        m = _Match()
+    for a, b in commuted(root):
+        m = Match()
         weight = None
         inner = m.take(a, *_MULS) if b is not None and _is_const(b) else None
         if inner is not None:
             weight = b
-            pairs = _commuted(inner)
+            pairs = commuted(inner)
         else:
-            m = _Match()
+            m = Match()
             pairs = [(a, b)]
         for x, r in pairs:
             if x is None:
                 continue
-            sub = _Match()
+            sub = Match()
             sub.ops = list(m.ops)
             found = _rms_of(sub, x, r)
             if found is None:
@@ -123,37 +123,37 @@ def _unrepeat_weights(graph: Graph, op: Operator) -> bool:
 
 
 # ---------------------------------------------------------------------------- hand-written layer norm
-def _sub_mean(m: _Match, d: Operand | None, sole: bool = True) -> tuple[Operand, Operator] | None:
+def _sub_mean(m: Match, d: Operand | None, sole: bool = True) -> tuple[Operand, Operator] | None:
     """``(x, mean_op)`` when ``d`` is ``x - mean(x, dims, keepdim=True)``."""
     sub = m.take(d, "aten.sub.Tensor", sole=sole)
     if sub is None or sub.params.get("alpha", 1) != 1:
         return None
-    x, u = _arg(sub, "self"), _arg(sub, "other")
+    x, u = arg(sub, "self"), arg(sub, "other")
     mean = m.take(u, "aten.mean.dim", sole=False)
     if mean is None or mean.inputs[0] is not x or not mean.params.get("keepdim"):
         return None
     return x, mean
 
 
-def _inv_std(m: _Match, s: Operand | None, divides: bool) -> tuple[Operand, float] | None:
+def _inv_std(m: Match, s: Operand | None, divides: bool) -> tuple[Operand, float] | None:
     """``(d2, eps)`` when ``s`` is ``sqrt(mean(d2 ** 2) + eps)`` (``rsqrt`` when multiplying)."""
     root = m.take(s, "aten.sqrt.default" if divides else "aten.rsqrt.default")
     add = m.take(root.inputs[0] if root else None, "aten.add.Scalar", "aten.add.Tensor")
-    if add is None or add.params.get("alpha", 1) != 1 or _number(add, "other") is None:
+    if add is None or add.params.get("alpha", 1) != 1 or number(add, "other") is None:
         return None
-    var = m.take(_arg(add, "self"), "aten.mean.dim")
+    var = m.take(arg(add, "self"), "aten.mean.dim")
     sq = m.take(var.inputs[0] if var else None, "aten.pow.Tensor_Scalar")
-    if sq is None or _number(sq, "exponent") != 2 or not var.params.get("keepdim"):
+    if sq is None or number(sq, "exponent") != 2 or not var.params.get("keepdim"):
         return None
-    return sq.inputs[0], float(_number(add, "other")), var
+    return sq.inputs[0], float(number(add, "other")), var
 
 
-def _normalized(m: _Match, y: Operand | None):
+def _normalized(m: Match, y: Operand | None):
     """``(x, dims, eps)`` when ``y`` is a hand-written ``(x - mean) / std`` over ``dims``."""
     op = m.take(y, "aten.div.Tensor", "aten.mul.Tensor")
     if op is None:
         return None
-    d1, s = _arg(op, "self"), _arg(op, "other")
+    d1, s = arg(op, "self"), arg(op, "other")
     found = _inv_std(m, s, op.type == "aten.div.Tensor")
     if found is None:
         return None
@@ -162,7 +162,7 @@ def _normalized(m: _Match, y: Operand | None):
     if first is None or (d2 is not d1 and _sub_mean(m, d2) is None):
         return None
     x, mean = first
-    if d2 is not d1 and (d2.producer.inputs[0] is not x or _arg(d2.producer, "other") is not mean.outputs[0]):
+    if d2 is not d1 and (d2.producer.inputs[0] is not x or arg(d2.producer, "other") is not mean.outputs[0]):
         return None
     dims = mean.params.get("dim")
     if var.params.get("dim") != dims or x.shape is None:
@@ -170,14 +170,14 @@ def _normalized(m: _Match, y: Operand | None):
     return x, [d % len(x.shape) for d in dims], eps
 
 
-def _affine_of(m: _Match, root: Operator) -> tuple[Operand, Operand | None, Operand] | None:
+def _affine_of(m: Match, root: Operator) -> tuple[Operand, Operand | None, Operand] | None:
     """``(w, b, y)`` when ``root`` is ``y * w + b`` or ``y * w`` (either operand order) with
     constant ``w``, ``b`` and ``y`` a division/product (the normalisation)."""
     b, top = None, root
     if root.type == "aten.add.Tensor":
         if root.params.get("alpha", 1) != 1:
             return None
-        for a, c in _commuted(root):
+        for a, c in commuted(root):
             if c is not None and _is_const(c) and m.take(a, "aten.mul.Tensor") is not None:
                 b, top = c, a.producer
                 break
@@ -185,7 +185,7 @@ def _affine_of(m: _Match, root: Operator) -> tuple[Operand, Operand | None, Oper
             return None
     if top.type != "aten.mul.Tensor":
         return None
-    for a, c in _commuted(top):
+    for a, c in commuted(top):
         if c is not None and _is_const(c) and a is not None and a.producer is not None \
                 and a.producer.type in ("aten.div.Tensor", "aten.mul.Tensor"):
             return c, b, a
@@ -193,7 +193,7 @@ def _affine_of(m: _Match, root: Operator) -> tuple[Operand, Operand | None, Oper
 
 
 def _layer_norm(graph: Graph, root: Operator) -> bool:
-    m = _Match()
+    m = Match()
     affine = _affine_of(m, root)
     if affine is None:
         return False

@@ -86,7 +86,7 @@ def format_graph(g: Graph) -> str:
 
 
 # ---------------------------------------------------------------------------- parsing
-def _split_tokens(line: str) -> list[str]:
+def split_tokens(line: str) -> list[str]:
     """Split on spaces outside double quotes."""
     if '"' not in line:  # fast path (almost every line): plain whitespace split, same tokens
         return line.split()
@@ -201,7 +201,7 @@ def parse_graph(text: str) -> Graph:
         raise IRError("missing magic number 7767517")
     g = Graph()
     for lineno, line in enumerate(lines[2:], start=3):
-        toks = _split_tokens(line)
+        toks = split_tokens(line)
         if len(toks) < 4:
             raise IRError(f"line {lineno}: too few fields")
         typ, name = toks[0], toks[1]

@@ -11,7 +11,7 @@ import difflib
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from ..ir.text import MAGIC, _split_tokens
+from ..ir.text import MAGIC, split_tokens
 
 
 @dataclass
@@ -60,7 +60,7 @@ def _op_lines(text: str) -> dict[str, tuple[str, str, tuple[str, ...]]]:
     for line in lines[start:]:
         if not line.strip():
             continue
-        toks = _split_tokens(line)
+        toks = split_tokens(line)
         if len(toks) < 2:
             continue
         prov: tuple[str, ...] = ()

@@ -1,11 +1,19 @@
-"""Cyclic garbage collection paused while work runs (:func:`gc_paused`), shared by the
-workers and the layout; pure Python.
+"""Cyclic garbage collection in the GUI: only ever in the GUI thread, never during heavy work.
 
-A full collection walks every object of the process while holding the GIL; with a large heap
-(a model's IR, or torch imported next to us) that stalls the GUI thread for a tenth of a second
-at a time, and loading, converting and laying out allocate enough to trigger many. Reference
-counting still frees almost everything; the cycles left are collected once the last paused
-section ends. Nested and concurrent sections (several worker threads) are counted.
+Python's cyclic collector runs in whichever thread happens to allocate when a threshold is
+crossed. A cycle that holds Qt wrapper objects (graph items, models, signals' closures) being
+destroyed from a worker thread crashes Qt — seen as a segfault "Garbage-collecting" inside a
+loading worker. So, as pyqtgraph recommends, the app turns automatic collection off and
+collects on a timer in the GUI thread (:func:`install_collector`, started by the main
+window). Reference counting still frees almost everything at once; the timer only picks up
+cycles.
+
+:func:`gc_paused` marks heavy sections (loading, converting, laying out, building thousands of
+scene items): while any is running the timer skips its collection, because a full collection
+walks every object while holding the GIL and, with a large heap (a model's IR, or torch
+imported next to us), stalls the GUI for a tenth of a second. Nested and concurrent sections
+(several worker threads) are counted. Both parts are safe to use without a QApplication
+(then nothing is collected automatically until the section ends, as before).
 """
 from __future__ import annotations
 
@@ -16,13 +24,14 @@ import threading
 _lock = threading.Lock()
 _count = 0
 _was_enabled = True
+_collector = None  #: the GUI-thread collector, once installed
 
 
 @contextlib.contextmanager
 def gc_paused():
     global _count, _was_enabled
     with _lock:
-        if _count == 0:
+        if _count == 0 and _collector is None:
             _was_enabled = gc.isenabled()
             gc.disable()
         _count += 1
@@ -31,5 +40,47 @@ def gc_paused():
     finally:
         with _lock:
             _count -= 1
-            if _count == 0 and _was_enabled:
+            if _count == 0 and _collector is None and _was_enabled:
                 gc.enable()
+
+
+def paused() -> bool:
+    return _count > 0
+
+
+def install_collector(interval_ms: int = 1000):
+    """Disable automatic collection and collect from a timer in the GUI thread instead
+    (idempotent; needs a QApplication). Returns the collector object."""
+    global _collector
+    if _collector is not None:
+        return _collector
+    from PySide6.QtCore import QObject, QTimer
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication.instance()
+    if app is None:
+        raise RuntimeError("install_collector needs a QApplication")
+
+    class _Collector(QObject):
+        def __init__(self):
+            super().__init__(app)
+            self.threshold = gc.get_threshold()
+            self.timer = QTimer(self)
+            self.timer.timeout.connect(self.check)
+            self.timer.start(interval_ms)
+
+        def check(self) -> None:
+            if paused():
+                return
+            c0, c1, c2 = gc.get_count()
+            if c0 > self.threshold[0]:
+                gc.collect(0)
+                if c1 > self.threshold[1]:
+                    gc.collect(1)
+                    if c2 > self.threshold[2]:
+                        gc.collect(2)
+
+    with _lock:
+        gc.disable()
+        _collector = _Collector()
+    return _collector

@@ -26,6 +26,7 @@ from .actions import build_actions
 from .convert_dialog import ConvertDialog
 from .document import Conversion, Document, PassView, convert_document, open_document, pass_snapshot
 from .errors import ErrorReporter
+from .gcpause import install_collector
 from .graph.panel import GraphPanel
 from .panels.inspector import InspectorContext, InspectorPanel
 from .panels.passes import PassesPanel
@@ -76,6 +77,7 @@ class MainWindow(QMainWindow):
     def __init__(self, settings: Settings | None = None, *, reporter: ErrorReporter | None = None,
                  restore_state: bool = True):
         super().__init__()
+        install_collector()  # cyclic garbage collection only in the GUI thread (see gui.gcpause)
         self.settings = settings or Settings()
         self.reporter = reporter or ErrorReporter(lambda: self)
         self.runner = TaskRunner(self)

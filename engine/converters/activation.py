@@ -245,7 +245,8 @@ def leaky_relu_layer(ctx, op):
 def prelu_layer(ctx, op):
     w = op.attrs["weight"]
     return ctx.layer("PReLU", [op.inputs[0]], num_slope=int(op.params["num_parameters"]),
-                     weights={"slope_data": w.map(lambda a: np.asarray(a, dtype=np.float32).reshape(-1))})
+                     weights={"slope_data": w.map(lambda a: np.asarray(a, dtype=np.float32).reshape(-1),
+                                                  (math.prod(w.shape),), "f32")})
 
 
 @ncnn_rule("F.elu")

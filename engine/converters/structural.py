@@ -7,6 +7,8 @@
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..convert.registry import ncnn_rule
 from ..convert.shapes import ncnn_shape
 
@@ -40,13 +42,11 @@ def _memorydata_check(op, ctx):
 
 @ncnn_rule("pnnx.Attribute", validator=_memorydata_check)
 def memory_data(ctx, op):
-    import numpy as np
-
     shape = ncnn_shape(op.outputs[0])
     data = op.attrs["data"]
     if not shape:  # a 0-d constant (or a batch-of-one scalar) is a one-element blob
         shape = [1]
     keys = {1: ("w",), 2: ("w", "h"), 3: ("w", "h", "c"), 4: ("w", "h", "d", "c")}[len(shape)]
     params = {k: int(v) for k, v in zip(keys, reversed(shape))}
-    arr = data.map(lambda a: np.ascontiguousarray(np.asarray(a, dtype=np.float32).reshape(shape)))
+    arr = data.map(lambda a: np.ascontiguousarray(np.asarray(a, dtype=np.float32).reshape(shape)), shape, "f32")
     return ctx.layer("MemoryData", [], weights={"data": arr}, **params)

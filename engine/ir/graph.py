@@ -109,10 +109,14 @@ class Attribute:
     def loaded(self) -> bool:
         return self._data is not None
 
-    def map(self, fn: Callable[[np.ndarray], np.ndarray]) -> "Attribute":
-        """A new lazy attribute whose data is ``fn(self.data)`` (shape computed eagerly only if
-        the data is already loaded)."""
-        return Attribute(np.asarray(fn(self.data)))
+    def map(self, fn: Callable[[np.ndarray], np.ndarray], shape: Sequence[int] | None = None,
+            dtype: str | None = None) -> "Attribute":
+        """A new attribute whose data is ``fn(self.data)``. Lazy (nothing is read now) when the
+        result's ``shape`` is given (``dtype``: its short dtype, default this one's) and this
+        data is not loaded yet; otherwise computed now."""
+        if shape is None or self.loaded:
+            return Attribute(np.asarray(fn(self.data)))
+        return Attribute(loader=lambda: fn(self.data), shape=shape, dtype=dtype or self.dtype)
 
     def __repr__(self) -> str:
         return f"Attribute({self.shape}, {self.dtype})"

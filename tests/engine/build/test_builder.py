@@ -2,7 +2,6 @@
 defaults, multi-output and in-place ops, symbolic shapes, attributes, provenance, text form."""
 from __future__ import annotations
 
-import time
 
 import numpy as np
 import pytest
@@ -277,19 +276,14 @@ class Deep(nn.Module):
         return x
 
 
-def test_large_graph_builds_fast(export):
+def test_large_graph_builds_and_lints(export):
+    """A 1,500-node graph builds into a consistent IR (how fast is a benchmark question:
+    tests/benchmarks/bench_build.py)."""
     ep, _ = export(Deep(300).eval(), (torch.randn(1, 8, 4, 4),))
     assert len(ep.nodes) >= 1500
-    build_graph(ep)  # warm: the schema table is read once per process
-    best = min(_timed(ep) for _ in range(3))
-    assert best < 0.1, f"{len(ep.nodes)} nodes took {best * 1000:.1f} ms"
-
-
-def _timed(ep) -> float:
-    """CPU seconds of one build (wall time is meaningless on a shared, busy test machine)."""
-    t = time.process_time()
-    build_graph(ep)
-    return time.process_time() - t
+    g = build_graph(ep)
+    g.lint()
+    assert sum(1 for op in g.ops if "target" in op.meta) == len(ep.nodes)
 
 
 @torch.library.custom_op("pt2ncnn_test::scale", mutates_args=())

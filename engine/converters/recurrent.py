@@ -251,23 +251,22 @@ def _ifog(a: np.ndarray) -> np.ndarray:
     return np.concatenate([i, f, o, g], axis=0)
 
 
-def _lstm_weights(w):
-    return {"weight_xc_data": _ifog(w["weight_ih"]), "bias_c_data": _ifog(w["bias_ih"] + w["bias_hh"]),
-            "weight_hc_data": _ifog(w["weight_hh"]), **({"weight_hr_data": w["weight_hr"]} if "weight_hr" in w else {})}
-
-
-def _gru_weights(w):
+def _gru_bias(w):
     (b_ir, b_iz, b_in), (b_hr, b_hz, b_hn) = np.split(w["bias_ih"], 3), np.split(w["bias_hh"], 3)
-    return {"weight_xc_data": w["weight_ih"], "bias_c_data": np.concatenate([b_ir + b_hr, b_iz + b_hz, b_in, b_hn]),
-            "weight_hc_data": w["weight_hh"]}
+    return np.concatenate([b_ir + b_hr, b_iz + b_hz, b_in, b_hn])
 
 
-def _rnn_weights(w):
-    return {"weight_xc_data": w["weight_ih"], "bias_c_data": w["bias_ih"] + w["bias_hh"],
-            "weight_hc_data": w["weight_hh"]}
-
-
-_PACK = {"LSTM": _lstm_weights, "GRU": _gru_weights, "RNN": _rnn_weights}
+#: kind → ncnn weight name → its value from one layer/direction's torch weights
+_PACK = {
+    "LSTM": {"weight_xc_data": lambda w: _ifog(w["weight_ih"]),
+             "bias_c_data": lambda w: _ifog(w["bias_ih"] + w["bias_hh"]),
+             "weight_hc_data": lambda w: _ifog(w["weight_hh"]),
+             "weight_hr_data": lambda w: w["weight_hr"]},
+    "GRU": {"weight_xc_data": lambda w: w["weight_ih"], "bias_c_data": _gru_bias,
+            "weight_hc_data": lambda w: w["weight_hh"]},
+    "RNN": {"weight_xc_data": lambda w: w["weight_ih"], "bias_c_data": lambda w: w["bias_ih"] + w["bias_hh"],
+            "weight_hc_data": lambda w: w["weight_hh"]},
+}
 
 
 def _layer_weights(op, spec: _Spec, k: int) -> dict[str, Attribute]:
@@ -279,8 +278,8 @@ def _layer_weights(op, spec: _Spec, k: int) -> dict[str, Attribute]:
     if spec.kind == "LSTM" and spec.width != spec.hidden:
         sizes["weight_hr_data"] = spec.hidden * spec.width
 
-    def one(name):
-        return derived(lambda: np.concatenate([pack(_raw(op.attrs, spec, k, d))[name].reshape(-1)
+    def one(name):  # packs only this weight (each loader runs on its own, when written)
+        return derived(lambda: np.concatenate([pack[name](_raw(op.attrs, spec, k, d)).reshape(-1)
                                                for d in range(spec.dirs)]), (spec.dirs * sizes[name],))
 
     return {name: one(name) for name in sizes}

@@ -1,9 +1,20 @@
 """Shapes and axes as ncnn sees them.
 
-ncnn has no batch axis: a Mat is (w, h, d, c) with at most 4 dims. The ``infer_batch_axis``
-pass marks every pnnx-level operand with ``meta["batch"]`` (True when its dim 0 is the
-model's batch axis). Rules then use :func:`ncnn_shape` (shape without the batch axis) and
-:func:`ncnn_axis` (a torch dim as an ncnn axis, outermost first; refusing the batch axis).
+ncnn has no batch axis: a Mat is (w, h, d, c) with at most 4 dims, and a model runs one sample.
+The ``infer_batch_axis`` pass marks every pnnx-level operand with the position of the model's
+batch axis: ``meta["batch_dim"]`` (an int, or None when the tensor has no batch axis — it was
+merged into another dim, reduced away, or never there) and, for the many rules written when
+only "dim 0 is the batch" was tracked, ``meta["batch"]`` (True exactly when ``batch_dim`` is 0).
+
+The ncnn blob of an operand is the PyTorch tensor with its batch dim (of size 1 at run time)
+dropped; the data order is the same. Rules use :func:`ncnn_shape` (shape without the batch
+dim, wherever it is) and :func:`ncnn_axis` (a torch dim as an ncnn axis, outermost first;
+refusing the batch dim). :func:`is_batched` keeps its old meaning (dim 0 is the batch); rules
+that handle a batch elsewhere use :func:`batch_dim`.
+
+``meta["batch"]`` wins over ``meta["batch_dim"]`` when they disagree (rules that made an
+operand set ``meta["batch"]`` only), and an operand never annotated is taken as batched at
+dim 0 when it has rank ≥ 2 (the old default).
 """
 from __future__ import annotations
 
@@ -11,18 +22,37 @@ from ..ir import Dim, Operand
 from .context import Unsupported
 
 
+def batch_dim(opd: Operand) -> int | None:
+    """The torch dim of ``opd`` that is the model's batch axis (dropped in ncnn), or None."""
+    flag = opd.meta.get("batch")
+    if flag:
+        return 0
+    if flag is None and "batch_dim" not in opd.meta:
+        return 0 if opd.shape is not None and len(opd.shape) >= 2 else None
+    bd = opd.meta.get("batch_dim")
+    if not isinstance(bd, int) or isinstance(bd, bool) or opd.shape is None or not 0 <= bd < len(opd.shape):
+        return None
+    return bd if (flag is None or bd > 0) else None
+
+
+def set_batch_dim(opd: Operand, dim: int | None) -> Operand:
+    """Annotate ``opd`` (both keys, kept consistent)."""
+    opd.meta["batch_dim"] = dim
+    opd.meta["batch"] = dim == 0
+    return opd
+
+
 def is_batched(opd: Operand) -> bool:
-    b = opd.meta.get("batch")
-    if b is not None:
-        return bool(b)
-    return opd.shape is not None and len(opd.shape) >= 2
+    """Whether dim 0 of ``opd`` is the batch axis."""
+    return batch_dim(opd) == 0
 
 
 def ncnn_shape(opd: Operand) -> list[Dim] | None:
-    """The operand's shape with the batch axis dropped (None when unknown)."""
+    """The operand's shape with the batch dim dropped (None when unknown)."""
     if opd.shape is None:
         return None
-    return list(opd.shape[1:]) if is_batched(opd) else list(opd.shape)
+    b = batch_dim(opd)
+    return list(opd.shape) if b is None else list(opd.shape[:b]) + list(opd.shape[b + 1:])
 
 
 def ncnn_rank(opd: Operand) -> int | None:
@@ -41,8 +71,23 @@ def ncnn_axis(opd: Operand, dim: int) -> int:
     if opd.shape is None:
         raise Unsupported(f"unsupported: shape of {opd.name} unknown")
     d = normalize_dim(dim, len(opd.shape))
-    if is_batched(opd):
-        if d == 0:
-            raise Unsupported(f"unsupported: operation along the batch axis of {opd.name}")
-        return d - 1
-    return d
+    b = batch_dim(opd)
+    if b is None:
+        return d
+    if d == b:
+        raise Unsupported(f"unsupported: operation along the batch axis of {opd.name}")
+    return d - 1 if d > b else d
+
+
+def ncnn_axes(opd: Operand, dims) -> list[int]:
+    """Several torch dims as ncnn axes (the batch dim, of size 1 in ncnn, left out)."""
+    if opd.shape is None:
+        raise Unsupported(f"unsupported: shape of {opd.name} unknown")
+    b = batch_dim(opd)
+    rank = len(opd.shape)
+    out = []
+    for dim in dims:
+        d = normalize_dim(dim, max(rank, 1))
+        if d != b:
+            out.append(d - 1 if b is not None and d > b else d)
+    return sorted(set(out))

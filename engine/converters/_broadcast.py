@@ -7,46 +7,61 @@ becomes ``(h, w, 1)`` (its rows line up with channels), and a 1-D operand of len
 becomes ``(n, 1, ...)`` when ``n`` equals the other's outermost dim, else ``(..., 1, n)``.
 
 :func:`align_operands` computes, for each operand, the batch-less shape it must have for the
-PyTorch result (its right-aligned shape, with the output's batch axis dropped) and makes it so:
+PyTorch result (its right-aligned shape, with the output's batch dim dropped) and makes it so:
 nothing when ncnn's implicit rule already gives that shape, a reshaped ``MemoryData`` for a
-constant, else an ``ExpandDims`` / ``Squeeze`` layer. Broadcasting that mixes the batch axis with
-another axis, or needs more than 4 dims without the batch axis, is refused.
+constant, else an ``ExpandDims`` / ``Squeeze`` (leading dims) or ``Reshape`` layer. The batch
+dim may be anywhere (:func:`engine.convert.shapes.batch_dim`); an operand's batch dim (size 1
+in ncnn) that lines up with another axis of the result is a plain 1 there when its size is a
+static 1. Broadcasting that mixes a dynamic batch with another axis, or needs more than 4 dims
+without the batch axis, is refused.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from ..convert.shapes import is_batched
+from ..convert.shapes import batch_dim, set_batch_dim
 from ..ir import Dim, Operand
+
+
+def _unsupported(reason: str):
+    from ..convert.context import Unsupported
+
+    return Unsupported(f"unsupported: {reason}")
 
 
 @dataclass
 class Value:
-    """A tensor during expression expansion: its operand, PyTorch shape and batch flag."""
+    """A tensor during expression expansion: its operand, PyTorch shape and batch dim."""
 
     operand: Operand
     shape: list[Dim]
-    batched: bool
+    bdim: int | None
 
     @staticmethod
     def of(opd: Operand) -> "Value":
         shape = list(opd.shape) if opd.shape is not None else None
         if shape is None:
-            from ..convert.context import Unsupported
+            raise _unsupported(f"shape of {opd.name} unknown")
+        return Value(opd, shape, batch_dim(opd))
 
-            raise Unsupported(f"unsupported: shape of {opd.name} unknown")
-        return Value(opd, shape, is_batched(opd))
+    @property
+    def batched(self) -> bool:
+        """Whether dim 0 is the batch (the older rules' question)."""
+        return self.bdim == 0
 
     @property
     def ncnn_shape(self) -> list[Dim]:
-        return self.shape[1:] if self.batched else list(self.shape)
+        b = self.bdim
+        return list(self.shape) if b is None else self.shape[:b] + self.shape[b + 1:]
+
+    def position(self, rank: int) -> int | None:
+        """This value's batch dim in a result of ``rank`` dims (right-aligned)."""
+        return None if self.bdim is None else self.bdim + rank - len(self.shape)
 
 
 def broadcast_shapes(a: list[Dim], b: list[Dim], what: str) -> list[Dim]:
     """PyTorch's broadcast of two shapes (symbolic dims compare by name)."""
-    from ..convert.context import Unsupported
-
     n = max(len(a), len(b))
     pa, pb = [1] * (n - len(a)) + list(a), [1] * (n - len(b)) + list(b)
     out: list[Dim] = []
@@ -56,29 +71,40 @@ def broadcast_shapes(a: list[Dim], b: list[Dim], what: str) -> list[Dim]:
         elif x == 1:
             out.append(y)
         elif isinstance(x, int) and isinstance(y, int):
-            raise Unsupported(f"unsupported: {what}: shapes {a} and {b} do not broadcast")
+            raise _unsupported(f"{what}: shapes {a} and {b} do not broadcast")
         else:
             out.append(x if isinstance(x, str) else y)
     return out
 
 
-def _target(v: Value, rank: int, out_batched: bool, what: str) -> list[Dim]:
-    """The batch-less shape operand ``v`` must have in ncnn for an output of ``rank`` dims.
-    A batch axis of static size 1 that PyTorch lines up with another axis is just a 1 there
-    (ncnn runs batch 1); a dynamic one cannot be expressed."""
-    from ..convert.context import Unsupported
+def result_batch_dim(values, out_shape: list[Dim]) -> int | None:
+    """Where the result's batch dim is: an operand's batch dim (right-aligned) that keeps its
+    size in the result, from the operand of highest rank."""
+    rank = len(out_shape)
+    best = None
+    for v in values:
+        pos = v.position(rank)
+        if pos is not None and 0 <= pos < rank and out_shape[pos] == v.shape[v.bdim]:
+            if best is None or len(v.shape) > best[1]:
+                best = (pos, len(v.shape))
+    return None if best is None else best[0]
 
+
+def _target(v: Value, rank: int, out_b: int | None, what: str) -> list[Dim]:
+    """The batch-less shape operand ``v`` must have in ncnn for a result of ``rank`` dims whose
+    batch dim is ``out_b``. A batch dim of static size 1 that PyTorch lines up with another axis
+    is just a 1 there (ncnn runs batch 1); a dynamic one cannot be expressed."""
     padded = [1] * (rank - len(v.shape)) + list(v.shape)
-    moved = v.batched and (not out_batched or len(v.shape) != rank)
-    if moved and v.shape[0] != 1:
-        raise Unsupported(f"unsupported: {what}: the batch axis of {v.operand.name} {v.shape} would broadcast "
-                          f"against a non-batch axis of the {rank}-d result")
-    if out_batched:
-        if not v.batched and padded[0] != 1:
-            raise Unsupported(f"unsupported: {what}: {v.operand.name} {v.shape} has extent {padded[0]} along "
-                              "the batch axis of the result")
-        return padded[1:]
-    return padded
+    pos = v.position(rank)
+    if pos is not None and pos != out_b and v.shape[v.bdim] != 1:
+        raise _unsupported(f"{what}: the batch axis of {v.operand.name} {v.shape} would broadcast "
+                           f"against a non-batch axis of the {rank}-d result")
+    if out_b is None:
+        return padded
+    if pos != out_b and padded[out_b] != 1:
+        raise _unsupported(f"{what}: {v.operand.name} {v.shape} has extent {padded[out_b]} along "
+                           "the batch axis of the result")
+    return padded[:out_b] + padded[out_b + 1:]
 
 
 def implicit_expansion(actual: list[Dim], other: list[Dim], n: int) -> list[Dim] | None:
@@ -121,58 +147,82 @@ def _reshaped_constant(ctx, v: Value, target: list[Dim], torch_shape: list[Dim])
                      **memorydata_params(shape))
 
 
-def _fix(ctx, v: Value, target: list[Dim], ref: list[Dim] | None, out_batched: bool) -> Operand:
+def _fix(ctx, v: Value, target: list[Dim], ref: list[Dim] | None, out_shape: list[Dim],
+         out_b: int | None) -> Operand:
     """Make ``v``'s ncnn Mat broadcast like ``target`` against a Mat of shape ``ref``."""
     actual = v.ncnn_shape
     n = len(target)
-    if len(actual) == n:
+    if list(actual) == list(target) or (len(actual) == n and v.position(len(out_shape)) == out_b):
         return v.operand
     if len(actual) < n and ref is not None and implicit_expansion(actual, ref, n) == list(target):
         return v.operand
-    torch_shape = ([1] + list(target)) if out_batched else list(target)
+    torch_shape = list(target) if out_b is None else list(target[:out_b]) + [1] + list(target[out_b:])
     if memorydata_of(v.operand) is not None and all(isinstance(d, int) for d in target):
         out = _reshaped_constant(ctx, v, target, torch_shape)
-    elif len(actual) > n:
-        drop = len(actual) - n
-        out = ctx.layer("Squeeze", [v.operand], axes=list(range(drop)), name=f"{v.operand.name}_squeeze",
+    elif len(actual) > n and list(actual[len(actual) - n:]) == list(target):
+        out = ctx.layer("Squeeze", [v.operand], axes=list(range(len(actual) - n)), name=f"{v.operand.name}_squeeze",
                         shape=torch_shape)
-    else:
+    elif len(actual) < n and [1] * (n - len(actual)) + list(actual) == list(target):
         out = ctx.layer("ExpandDims", [v.operand], axes=list(range(n - len(actual))),
                         name=f"{v.operand.name}_expand", shape=torch_shape)
-    out.meta["batch"] = out_batched
+    else:  # ones to insert or drop inside the shape: the same data, reshaped
+        from .shape import reshape_params
+
+        out = ctx.layer("Reshape", [v.operand], name=f"{v.operand.name}_bcast", shape=torch_shape,
+                        **reshape_params(target, actual))
+    set_batch_dim(out, out_b)
     out.dtype = "f32" if out.producer.type == "MemoryData" else v.operand.dtype
     return out
 
 
-def align_operands(ctx, a: Value, b: Value, what: str) -> tuple[Operand, Operand, list[Dim], bool]:
-    """Operands to feed ncnn's BinaryOp so it computes PyTorch's broadcast of ``a`` and ``b``;
-    also returns the result's PyTorch shape and batch flag."""
-    from ..convert.context import Unsupported
+class Aligned(tuple):
+    """What :func:`align_operands` gives, unpacked as ``(a, b, shape, batched)``: the two
+    operands to feed ``BinaryOp``, the result's PyTorch shape and whether its dim 0 is the
+    batch; :attr:`batch_dim` says where the batch dim is (None: none)."""
 
+    def __new__(cls, a: Operand, b: Operand, shape: list[Dim], bdim: int | None):
+        self = super().__new__(cls, (a, b, shape, bdim == 0))
+        self.batch_dim = bdim
+        return self
+
+    @property
+    def shape(self) -> list[Dim]:
+        return self[2]
+
+
+def align_operands(ctx, a: Value, b: Value, what: str):
+    """Operands to feed ncnn's BinaryOp so it computes PyTorch's broadcast of ``a`` and ``b``;
+    also the result's PyTorch shape and batch position (see :class:`Aligned`)."""
     out_shape = broadcast_shapes(a.shape, b.shape, what)
     rank = len(out_shape)
-    out_batched = (a.batched and len(a.shape) == rank) or (b.batched and len(b.shape) == rank)
-    ta, tb = _target(a, rank, out_batched, what), _target(b, rank, out_batched, what)
+    out_b = result_batch_dim([a, b], out_shape)
+    ta, tb = _target(a, rank, out_b, what), _target(b, rank, out_b, what)
     n = len(ta)
     if n > 4:
-        raise Unsupported(f"unsupported: {what} on {n}-d tensors (ncnn has at most 4 dims without the batch axis)")
+        raise _unsupported(f"{what} on {n}-d tensors (ncnn has at most 4 dims without the batch axis)")
     if n == 0:
-        return a.operand, b.operand, out_shape, out_batched
-    full_a, full_b = len(a.ncnn_shape) == n, len(b.ncnn_shape) == n
-    if full_a and full_b:
-        return a.operand, b.operand, out_shape, out_batched
-    if full_a:
-        return a.operand, _fix(ctx, b, tb, ta, out_batched), out_shape, out_batched
-    if full_b:
-        return _fix(ctx, a, ta, tb, out_batched), b.operand, out_shape, out_batched
-    pa = _fix(ctx, a, ta, None, out_batched)
-    return pa, _fix(ctx, b, tb, ta, out_batched), out_shape, out_batched
+        pa, pb = a.operand, b.operand
+    else:
+        full_a = len(a.ncnn_shape) == n and a.position(rank) == out_b
+        full_b = len(b.ncnn_shape) == n and b.position(rank) == out_b
+        if full_a and full_b:
+            pa, pb = a.operand, b.operand
+        elif full_a:
+            pa, pb = a.operand, _fix(ctx, b, tb, ta, out_shape, out_b)
+        elif full_b:
+            pa, pb = _fix(ctx, a, ta, tb, out_shape, out_b), b.operand
+        else:
+            pa = _fix(ctx, a, ta, None, out_shape, out_b)
+            pb = _fix(ctx, b, tb, ta, out_shape, out_b)
+    return Aligned(pa, pb, out_shape, out_b)
 
 
-def result_value(opd: Operand, shape: list[Dim], batched: bool, dtype: Any = None) -> Value:
-    """Annotate a freshly emitted operand and wrap it as a :class:`Value`."""
+def result_value(opd: Operand, shape: list[Dim], batched: bool | int | None, dtype: Any = None) -> Value:
+    """Annotate a freshly emitted operand and wrap it as a :class:`Value`; ``batched`` is the
+    batch dim (an int or None) or, as the older callers pass it, a bool for "dim 0"."""
+    b = (0 if batched else None) if isinstance(batched, bool) else batched
     opd.shape = list(shape)
-    opd.meta["batch"] = batched
+    set_batch_dim(opd, b)
     if dtype is not None:
         opd.dtype = dtype
-    return Value(opd, list(shape), batched)
+    return Value(opd, list(shape), b)

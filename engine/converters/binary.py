@@ -213,10 +213,10 @@ class _Expander:
 
     def unary(self, name: str, x: Value) -> Value:
         if name == "erf":
-            return self._out(self.ctx.layer("Erf", [x.operand]), x.shape, x.batched)
+            return self._out(self.ctx.layer("Erf", [x.operand]), x.shape, x.bdim)
         if name not in UNARY_OP_TYPES:
             self.ctx.unsupported(f"expression function {name} has no ncnn equivalent")
-        return self._out(self.ctx.layer("UnaryOp", [x.operand], op_type=UNARY_OP_TYPES[name]), x.shape, x.batched)
+        return self._out(self.ctx.layer("UnaryOp", [x.operand], op_type=UNARY_OP_TYPES[name]), x.shape, x.bdim)
 
     def binary(self, name: str, a: Any, b: Any) -> Value:
         if name == "remainder":  # ncnn's REMAINDER is C remainderf (nearest quotient), not PyTorch's
@@ -229,13 +229,14 @@ class _Expander:
                 layer = self.ctx.layer("UnaryOp", [a.operand], op_type=_POW_AS_UNARY[b])
             else:
                 layer = self.ctx.layer("BinaryOp", [a.operand], op_type=forward, with_scalar=1, b=float(b))
-            return self._out(layer, a.shape, a.batched)
+            return self._out(layer, a.shape, a.bdim)
         if not isinstance(a, Value):
             layer = self.ctx.layer("BinaryOp", [b.operand], op_type=swapped, with_scalar=1, b=float(a))
-            return self._out(layer, b.shape, b.batched)
+            return self._out(layer, b.shape, b.bdim)
         what = f"{name} of {a.operand.name} {a.shape} and {b.operand.name} {b.shape}"
-        pa, pb, shape, batched = align_operands(self.ctx, a, b, what)
-        return self._out(self.ctx.layer("BinaryOp", [pa, pb], op_type=forward), shape, batched)
+        aligned = align_operands(self.ctx, a, b, what)
+        return self._out(self.ctx.layer("BinaryOp", list(aligned[:2]), op_type=forward), aligned.shape,
+                         aligned.batch_dim)
 
 
 def _check_expression(op, ctx):

@@ -1,10 +1,14 @@
-"""Reductions used by CNNs: mean, sum, amax/amin, max/min over dims, prod.
+"""Reductions: mean, sum, amax/amin, max/min over dims, prod; var/std (and var_mean/std_mean).
 
 ATen → pnnx: ``aten.mean.dim`` / ``aten.mean.default`` → ``torch.mean``;
 ``aten.sum.dim_IntList`` / ``aten.sum.default`` → ``torch.sum``; ``aten.amax.default`` /
 ``aten.amin.default`` → ``torch.amax`` / ``torch.amin``; ``aten.max.dim`` / ``aten.min.dim``
 (indices unused) → ``torch.max`` / ``torch.min``; ``aten.prod.dim_int`` → ``torch.prod``
-(params ``dim`` — a list, None for all — and ``keepdim``).
+(params ``dim`` — a list, None for all — and ``keepdim``); ``aten.var``/``aten.std``
+(``.correction``, ``.dim``, ``.default``) and ``aten.var_mean``/``aten.std_mean`` (``.correction``,
+``.dim``) decompose into ``torch.mean`` (keepdim) → ``pnnx.Expression`` ``square(sub(x, m))`` →
+``torch.mean`` → ``mul(v, n/(n-correction))`` (→ ``sqrt`` for std); the count of reduced elements
+must be static when the correction is not 0.
 
 pnnx → ncnn: a mean (or max) over both spatial axes of a (C, H, W) blob is a ``Pooling``: global
 (1-D result) without keepdim, adaptive 1×1 (3-D result) with it — faster than ``Reduction``.
@@ -14,7 +18,7 @@ Anything else is a ``Reduction`` with the axes remapped to ncnn's batch-less axe
 from __future__ import annotations
 
 from ..convert.registry import aten_converter, ncnn_rule
-from ..convert.shapes import is_batched, ncnn_shape, normalize_dim
+from ..convert.shapes import ncnn_axes, ncnn_shape, normalize_dim
 from ..ncnn.enums import PoolingType, ReductionOp
 from .shape import intermediate, reshape_to
 
@@ -56,6 +60,62 @@ aten_converter("aten.min.dim", validator=_float_result)(_reduction("min"))
 aten_converter("aten.prod.dim_int", validator=_float_result)(_reduction("prod"))
 
 
+def _correction(op) -> float:
+    if "correction" in op.params:
+        c = op.params.get("correction")
+        return 1.0 if c is None else float(c)
+    return 1.0 if op.params.get("unbiased", True) else 0.0
+
+
+def _moments(ctx, op, std: bool):
+    x = op.inputs[0]
+    if x.shape is None:
+        ctx.unsupported("variance of a tensor of unknown shape")
+    rank = len(x.shape)
+    dim = op.params.get("dim")
+    dims = list(range(rank)) if dim is None or dim == [] else [normalize_dim(d, max(rank, 1)) for d in
+                                                                  (dim if isinstance(dim, list) else [dim])]
+    keepdim = bool(op.params.get("keepdim", False))
+    kept = [1 if i in dims else s for i, s in enumerate(x.shape)]
+    reduced = kept if keepdim else [s for i, s in enumerate(x.shape) if i not in dims]
+    n = 1
+    for d in dims:
+        n = n * x.shape[d] if isinstance(x.shape[d], int) and isinstance(n, int) else None
+    correction = _correction(op)
+    if correction and (n is None or n <= correction):
+        ctx.unsupported(f"variance with correction {correction} over {n} elements")
+    mean = ctx.emit("torch.mean", [x], params={"dim": dims, "keepdim": True}, shape=kept)
+    sq = ctx.emit("pnnx.Expression", [x, mean], params={"expr": "square(sub(@0,@1))"}, shape=list(x.shape))
+    v = ctx.emit("torch.mean", [sq], params={"dim": dims, "keepdim": keepdim}, shape=reduced)
+    if correction:
+        v = ctx.emit("pnnx.Expression", [v], params={"expr": f"mul(@0,{float(n) / (n - correction)!r})"},
+                     shape=reduced)
+    if std:
+        v = ctx.emit("pnnx.Expression", [v], params={"expr": "sqrt(@0)"}, shape=reduced)
+    if len(op.outputs) == 1:
+        return v
+    m = mean if keepdim else ctx.emit("Tensor.reshape", [mean], params={"shape": reduced}, shape=reduced)
+    return [v, m]
+
+
+def _check_moments(op, ctx):
+    if _correction(op) and any(op.outputs[0].dtype == t for t in ("i64", "i32")):
+        return "unsupported: variance of an integer tensor"
+    return _float_result(op, ctx) if len(op.outputs) == 1 else None
+
+
+@aten_converter("aten.var.correction", "aten.var.dim", "aten.var.default", "aten.var_mean.correction",
+                "aten.var_mean.dim", validator=_check_moments)
+def var(ctx, op):
+    return _moments(ctx, op, std=False)
+
+
+@aten_converter("aten.std.correction", "aten.std.dim", "aten.std.default", "aten.std_mean.correction",
+                "aten.std_mean.dim", validator=_check_moments)
+def std(ctx, op):
+    return _moments(ctx, op, std=True)
+
+
 @ncnn_rule(*_OPERATION)
 def reduce_ncnn(ctx, op):
     x, out = op.inputs[0], op.outputs[0]
@@ -64,8 +124,7 @@ def reduce_ncnn(ctx, op):
         ctx.unsupported("reduction of a tensor of unknown shape")
     rank = len(x.shape)
     dims = range(rank) if op.params.get("dim") is None else [normalize_dim(d, max(rank, 1)) for d in op.params["dim"]]
-    offset = 1 if is_batched(x) else 0
-    axes = sorted({d - offset for d in dims if d >= offset})
+    axes = ncnn_axes(x, dims)  # the batch dim (size 1) needs no reducing
     keepdim = bool(op.params.get("keepdim"))
     want = ncnn_shape(out)
     if not axes:  # only the batch axis (size 1)

@@ -39,9 +39,11 @@ import numpy as np
 
 from ..convert.context import Unsupported
 from ..convert.registry import Priority, aten_converter, ncnn_rule
-from ..convert.shapes import is_batched, ncnn_axis, ncnn_shape, normalize_dim
+from ..convert.shapes import batch_dim, ncnn_axis, ncnn_shape, normalize_dim, set_batch_dim
 from ..ir import Dim, Operand
 from ..ncnn.enums import PoolingType, PoolPadMode, ReshapeDim
+from ._expression import Arg, Call, ExpressionError, format_literal
+from ._expression import parse as parse_expression
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +60,7 @@ def intermediate(opd: Operand, shape: Sequence[Dim]) -> Operand:
     """Mark an operand made inside a rule (not the rule's result) with its batch-less ncnn
     shape, so later passes can read it with :func:`ncnn_shape`."""
     opd.shape = list(shape)
-    opd.meta["batch"] = False
+    set_batch_dim(opd, None)
     return opd
 
 
@@ -140,14 +142,63 @@ def _size_param(op, key: str) -> list:
     return [s if isinstance(s, int) else (out[i] if i < len(out) else -1) for i, s in enumerate(size)]
 
 
+def _size_term(ctx, opd: Operand, refs: list[Operand]) -> str | None:
+    """A run-time size value as a pnnx shape expression over ``refs`` (``size(@k,dim)``, with
+    arithmetic), adding the tensors it measures to ``refs``; None when not expressible."""
+    c = opd.meta.get("const")
+    if isinstance(c, (int, float)) and not isinstance(c, bool):
+        return format_literal(c)
+    p = opd.producer
+    if p is None:
+        return None
+    if p.type == "Tensor.size":
+        t = p.inputs[0]
+        k = next((i for i, r in enumerate(refs) if r is t), None)
+        if k is None:
+            refs.append(t)
+            k = len(refs) - 1
+        return f"size(@{k},{normalize_dim(p.params['dim'], _rank(t))})"
+    if p.type == "pnnx.Expression":
+        try:
+            tree = parse_expression(str(p.params["expr"]))
+        except ExpressionError:
+            return None
+        return _format_tree(tree, lambda i: _size_term(ctx, p.inputs[i], refs) if i < len(p.inputs) else None)
+    return None
+
+
+def _format_tree(node, arg) -> str | None:
+    if isinstance(node, Arg):
+        return arg(node.index)
+    if isinstance(node, Call):
+        parts = [_format_tree(a, arg) for a in node.args]
+        return None if any(x is None for x in parts) else f"{node.name}({','.join(parts)})"
+    return format_literal(node)
+
+
+def _emit_reshape(ctx, op, key: str):
+    """``Tensor.reshape``; when two or more dims are computed at run time, also the pnnx shape
+    expression ``shape_expr`` (``[1,16,size(@1,2),size(@1,3)]``) and the tensors it measures as
+    extra inputs (ncnn's Reshape evaluates it: one Reshape keeps any number of dynamic dims)."""
+    x, shape = op.inputs[0], _size_param(op, key)
+    if sum(1 for d in (op.outputs[0].shape or [])[1:] if not isinstance(d, int)) >= 2:
+        refs = [x]
+        terms = [str(s) if isinstance(s, int) else (None if op.named_input(f"{key}.{i}") is None
+                                                    else _size_term(ctx, op.named_input(f"{key}.{i}"), refs))
+                 for i, s in enumerate(op.params[key])]
+        if all(t is not None for t in terms) and len(refs) <= 10:
+            return ctx.emit("Tensor.reshape", refs, params={"shape": shape, "shape_expr": f"[{','.join(terms)}]"})
+    return ctx.emit("Tensor.reshape", [x], params={"shape": shape})
+
+
 @aten_converter("aten.view.default", "aten._unsafe_view.default", "aten.view_copy.default")
 def view(ctx, op):
-    return ctx.emit("Tensor.reshape", [op.inputs[0]], params={"shape": _size_param(op, "size")})
+    return _emit_reshape(ctx, op, "size")
 
 
 @aten_converter("aten.reshape.default")
 def reshape(ctx, op):
-    return ctx.emit("Tensor.reshape", [op.inputs[0]], params={"shape": _size_param(op, "shape")})
+    return _emit_reshape(ctx, op, "shape")
 
 
 @aten_converter("aten.unflatten.int")
@@ -161,10 +212,6 @@ def flatten(ctx, op):
                     params={"start_dim": op.params["start_dim"], "end_dim": op.params["end_dim"]})
 
 
-def _drops_dim0(dims: Sequence[int], rank: int) -> bool:
-    return any(normalize_dim(d, max(rank, 1)) == 0 for d in dims)
-
-
 @aten_converter("aten.squeeze.dim", "aten.squeeze.dims", "aten.squeeze.default", "aten.squeeze_copy.dims")
 def squeeze(ctx, op):
     x = op.inputs[0]
@@ -176,19 +223,12 @@ def squeeze(ctx, op):
     dims = [d for d in dims if x.shape[normalize_dim(d, max(rank, 1))] == 1] if rank else []
     if not dims:
         return x
-    y = ctx.emit("torch.squeeze", [x], params={"dim": dims if len(dims) > 1 else dims[0]})
-    if _drops_dim0(dims, rank):
-        y.producer.meta["batch_out"] = [False]
-    return y
+    return ctx.emit("torch.squeeze", [x], params={"dim": dims if len(dims) > 1 else dims[0]})
 
 
 @aten_converter("aten.unsqueeze.default", "aten.unsqueeze_copy.default")
 def unsqueeze(ctx, op):
-    y = ctx.emit("torch.unsqueeze", [op.inputs[0]], params={"dim": op.params["dim"]})
-    if normalize_dim(op.params["dim"], _rank(op.inputs[0]) + 1) == 0:
-        # the new leading 1 is not the batch axis (the batch moved to dim 1)
-        y.producer.meta["batch_out"] = [False]
-    return y
+    return ctx.emit("torch.unsqueeze", [op.inputs[0]], params={"dim": op.params["dim"]})
 
 
 @aten_converter("aten.permute.default", "aten.permute_copy.default")
@@ -198,10 +238,7 @@ def permute(ctx, op):
     dims = [normalize_dim(d, rank) for d in op.params["dims"]]
     if dims == list(range(rank)):
         return x
-    y = ctx.emit("Tensor.permute", [x], params={"dims": dims})
-    if dims[0] != 0:
-        y.producer.meta["batch_out"] = [False]
-    return y
+    return ctx.emit("Tensor.permute", [x], params={"dims": dims})
 
 
 def _transpose(ctx, x, dim0: int, dim1: int):
@@ -211,10 +248,7 @@ def _transpose(ctx, x, dim0: int, dim1: int):
     d0, d1 = normalize_dim(dim0, rank), normalize_dim(dim1, rank)
     if d0 == d1:
         return x
-    y = ctx.emit("torch.transpose", [x], params={"dim0": d0, "dim1": d1})
-    if 0 in (d0, d1):
-        y.producer.meta["batch_out"] = [False]
-    return y
+    return ctx.emit("torch.transpose", [x], params={"dim0": d0, "dim1": d1})
 
 
 @aten_converter("aten.transpose.int")
@@ -225,6 +259,33 @@ def transpose(ctx, op):
 @aten_converter("aten.t.default")
 def t(ctx, op):
     return _transpose(ctx, op.inputs[0], 0, 1)
+
+
+@aten_converter("aten.swapaxes.default")
+def swapaxes(ctx, op):
+    return _transpose(ctx, op.inputs[0], op.params["axis0"], op.params["axis1"])
+
+
+@aten_converter("aten.swapdims.default")
+def swapdims(ctx, op):
+    return _transpose(ctx, op.inputs[0], op.params["dim0"], op.params["dim1"])
+
+
+@aten_converter("aten.movedim.int", "aten.movedim.intlist", "aten.moveaxis.int", "aten.moveaxis.intlist")
+def movedim(ctx, op):
+    x = op.inputs[0]
+    rank = _rank(x)
+    source, dest = op.params["source"], op.params["destination"]
+    source = [normalize_dim(d, rank) for d in (source if isinstance(source, list) else [source])]
+    dest = [normalize_dim(d, rank) for d in (dest if isinstance(dest, list) else [dest])]
+    if len(source) != len(dest):
+        ctx.unsupported(f"movedim of {len(source)} dims to {len(dest)} places")
+    rest = iter(d for d in range(rank) if d not in source)
+    placed = dict(zip(dest, source))
+    dims = [placed[i] if i in placed else next(rest) for i in range(rank)]
+    if dims == list(range(rank)):
+        return x
+    return ctx.emit("Tensor.permute", [x], params={"dims": dims})
 
 
 @aten_converter("aten.cat.default", "aten.concat.default")
@@ -284,11 +345,41 @@ def slice_(ctx, op):
 
 @aten_converter("aten.select.int", "aten.select_copy.int")
 def select(ctx, op):
-    y = ctx.emit("Tensor.select", [op.inputs[0]],
-                 params={"dim": op.params["dim"], "index": _const_int(ctx, op, "index")})
-    if normalize_dim(op.params["dim"], _rank(op.inputs[0])) == 0:
-        y.producer.meta["batch_out"] = [False]
-    return y
+    return ctx.emit("Tensor.select", [op.inputs[0]],
+                    params={"dim": op.params["dim"], "index": _const_int(ctx, op, "index")})
+
+
+@aten_converter("aten.narrow.default")
+def narrow(ctx, op):
+    x, out = op.inputs[0], op.outputs[0]
+    start, length = _const_int(ctx, op, "start"), _const_int(ctx, op, "length")
+    if _same_shape(x, out):
+        return x
+    dim = normalize_dim(op.params["dim"], _rank(x))
+    if start < 0:
+        if not isinstance(x.shape[dim], int):
+            ctx.unsupported("narrow from a negative start along a dynamic dim")
+        start += x.shape[dim]
+    return ctx.emit("Tensor.slice", [x], params={"dim": dim, "start": start, "end": start + length, "step": 1})
+
+
+@aten_converter("aten.stack.default")
+def stack(ctx, op):
+    """``torch.stack`` = cat then one reshape (stacking before the last dim), or the inputs
+    unsqueezed then cat (stacking after it)."""
+    xs, out = list(op.inputs), op.outputs[0]
+    rank = _rank(xs[0])
+    dim = normalize_dim(op.params.get("dim", 0), rank + 1)
+    if len(xs) == 1:
+        return ctx.emit("torch.unsqueeze", xs, params={"dim": dim})
+    if dim < rank and out.shape is not None:
+        joined = list(xs[0].shape)
+        joined[dim] = out.shape[dim] * xs[0].shape[dim] if isinstance(xs[0].shape[dim], int) else -1
+        cat_ = ctx.emit("torch.cat", xs, params={"dim": dim}, shape=joined)
+        return ctx.emit("Tensor.reshape", [cat_], params={"shape": list(out.shape)})
+    parts = [ctx.emit("torch.unsqueeze", [x], params={"dim": dim}, shape=list(x.shape[:dim]) + [1] + list(x.shape[dim:]))
+             for x in xs]
+    return ctx.emit("torch.cat", parts, params={"dim": dim})
 
 
 @aten_converter("aten.channel_shuffle.default", "aten.native_channel_shuffle.default")
@@ -307,17 +398,55 @@ def expand_noop(ctx, op):
     return op.inputs[0]
 
 
-def index_vector(op, ctx):
+def _static_sizes(op, ctx, key: str) -> list:
+    sizes = op.params.get(key)
+    if not isinstance(sizes, list):
+        ctx.unsupported(f"{key}={sizes!r}")
+    return [_const_int(ctx, op, f"{key}.{i}") if isinstance(v, str) else v for i, v in enumerate(sizes)]
+
+
+@aten_converter("aten.expand.default", "aten.expand_copy.default", "aten.broadcast_to.default",
+                priority=Priority.LOW)
+def expand(ctx, op):
+    """An expand that changes the shape: ``Tensor.expand`` to the output's shape (ncnn Tile)."""
+    return ctx.emit("Tensor.expand", [op.inputs[0]], params={"sizes": list(op.outputs[0].shape or [])})
+
+
+@aten_converter("aten.expand_as.default", priority=Priority.LOW)
+def expand_as(ctx, op):
+    return ctx.emit("Tensor.expand", [op.inputs[0]], params={"sizes": list(op.outputs[0].shape or [])})
+
+
+@aten_converter("aten.repeat.default", "aten.tile.default")
+def repeat(ctx, op):
+    x = op.inputs[0]
+    repeats = [int(r) for r in op.params["repeats" if "repeats" in op.params else "dims"]]
+    rank = _rank(x)
+    repeats = [1] * (rank - len(repeats)) + repeats  # tile pads its dims on the left
+    if all(r == 1 for r in repeats) and len(repeats) == rank:
+        return x
+    return ctx.emit("Tensor.repeat", [x], params={"sizes": repeats})
+
+
+def index_tensor(op, ctx):
     """(dim, index array, index operand) of an ``aten.index.Tensor`` with exactly one index, a
-    constant 1-D integer vector; else None."""
-    used = [(d, v) for d, v in enumerate(op.params.get("indices") or []) if v is not None]
+    constant integer tensor (of any rank); else None."""
+    # (a list of tensors only is not a param: then every entry is an input ``indices.<k>``)
+    listed = op.params.get("indices") or [n for n in op.input_names if n.startswith("indices.")]
+    used = [(d, v) for d, v in enumerate(listed) if v is not None]
     if len(used) != 1:
         return None
     opd = op.named_input(f"indices.{used[0][0]}")
     value = None if opd is None else ctx.const_value(opd)
-    if value is None or np.ndim(value) != 1 or not np.issubdtype(np.asarray(value).dtype, np.integer):
+    if value is None or np.ndim(value) < 1 or not np.issubdtype(np.asarray(value).dtype, np.integer):
         return None
     return used[0][0], np.asarray(value, dtype=np.int64), opd
+
+
+def index_vector(op, ctx):
+    """:func:`index_tensor` when the index is a 1-D vector, else None."""
+    found = index_tensor(op, ctx)
+    return found if found is not None and found[1].ndim == 1 else None
 
 
 _RUNS_LIMIT = 32
@@ -340,7 +469,7 @@ def _gather_runs(idx: np.ndarray, size) -> list[tuple[int, int]] | None:
 
 
 def _check_gather(op, ctx):
-    found = index_vector(op, ctx) if op.type == "aten.index.Tensor" else None
+    found = index_tensor(op, ctx) if op.type == "aten.index.Tensor" else None
     if op.type == "aten.index_select.default":
         value = ctx.const_value(op.inputs[1])
         found = None if value is None or np.ndim(value) != 1 else (op.params["dim"], np.asarray(value), op.inputs[1])
@@ -348,32 +477,97 @@ def _check_gather(op, ctx):
         return "unsupported: indexing with run-time or multi-dim indices (ncnn gathers constant indices on one dim)"
     dim, idx, _ = found
     x = op.inputs[0]
-    if _gather_runs(idx, (x.shape or [None] * (dim + 1))[dim]) is None:
+    if _gather_runs(idx.reshape(-1), (x.shape or [None] * (dim + 1))[dim]) is None:
         return f"unsupported: gather of {len(idx)} indices in more than {_RUNS_LIMIT} runs"
     return None
 
 
 @aten_converter("aten.index.Tensor", "aten.index_select.default", validator=_check_gather, priority=Priority.LOW)
 def gather(ctx, op):
-    """A constant index vector on one dim: ``torch.index_select`` with the indices as a param
-    (crops of its runs + concat in ncnn)."""
+    """A constant index tensor on one dim: ``torch.index_select`` with the (flattened) indices as
+    a param (crops of its runs + concat in ncnn), then a reshape when the index has several dims."""
+    x, out = op.inputs[0], op.outputs[0]
     if op.type == "aten.index.Tensor":
-        dim, idx, _ = index_vector(op, ctx)
+        dim, idx, _ = index_tensor(op, ctx)
     else:
         dim, idx = op.params["dim"], ctx.const_value(op.inputs[1])
-    index = [int(i) for i in np.asarray(idx).reshape(-1)]
-    return ctx.emit("torch.index_select", [op.inputs[0]], params={"dim": dim, "index": index})
+    idx = np.asarray(idx)
+    index = [int(i) for i in idx.reshape(-1)]
+    if idx.ndim <= 1:
+        return ctx.emit("torch.index_select", [x], params={"dim": dim, "index": index})
+    dim = normalize_dim(dim, _rank(x))
+    flat = list(x.shape[:dim]) + [len(index)] + list(x.shape[dim + 1:])
+    y = ctx.emit("torch.index_select", [x], params={"dim": dim, "index": index}, shape=flat)
+    return ctx.emit("Tensor.reshape", [y], params={"shape": list(out.shape)})
 
 
 # ----------------------------------------------------------------------------- pnnx → ncnn
 
 @ncnn_rule("Tensor.reshape", "Tensor.view", "torch.flatten", "torch.squeeze", "torch.unsqueeze")
 def reshape_ncnn(ctx, op):
-    """Every reshape-like op: nothing, Flatten or Reshape to the output's ncnn shape."""
+    """Every reshape-like op: nothing, Flatten or Reshape to the output's ncnn shape (with a
+    shape expression when more than one dim is dynamic)."""
     out = ncnn_shape(op.outputs[0])
     if out is None or ncnn_shape(op.inputs[0]) is None:
         ctx.unsupported("reshape of a tensor of unknown shape")
-    return reshape_to(ctx, op.inputs[0], out, final=True)
+    try:
+        return reshape_to(ctx, op.inputs[0], out, final=True)
+    except Unsupported:
+        if "shape_expr" not in op.params:
+            raise
+    return ctx.layer("Reshape", list(op.inputs), shape_expr=ncnn_shape_expression(op))
+
+
+#: ncnn expression operators for the pnnx expression functions (others keep their names)
+_NCNN_EXPR_OPS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floor_divide": "//"}
+
+
+def ncnn_shape_expression(op) -> str:
+    """The ncnn ``Reshape`` ``shape_expr`` of a ``Tensor.reshape`` with a pnnx ``shape_expr``:
+    the batch dim left out, ``size(@k,d)`` as blob ``k``'s ncnn dim (``1h``), in w-first order."""
+    text = str(op.params["shape_expr"]).strip()
+    try:
+        items = [parse_expression(t) for t in _split_top(text[1:-1])]
+    except ExpressionError as e:
+        raise Unsupported(f"unsupported: shape expression {text}: {e}") from None
+    b = batch_dim(op.outputs[0])
+    items = [t for i, t in enumerate(items) if i != b]
+    if not 1 <= len(items) <= 4:
+        raise Unsupported(f"unsupported: ncnn has no {len(items)}-D blobs (shape {text})")
+    return ",".join(_ncnn_term(t, op.inputs) for t in reversed(items))
+
+
+def _split_top(text: str) -> list[str]:
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+            continue
+        depth += (ch == "(") - (ch == ")")
+        cur += ch
+    return parts + [cur]
+
+
+def _ncnn_term(node, inputs) -> str:
+    if isinstance(node, Call) and node.name == "size" and len(node.args) == 2 and isinstance(node.args[0], Arg):
+        t = inputs[node.args[0].index]
+        d = normalize_dim(int(node.args[1]), _rank(t))
+        if d == batch_dim(t):
+            return "1"
+        return f"{node.args[0].index}{_DIM_NAMES[ncnn_rank_of(t)][ncnn_axis(t, d)]}"
+    if isinstance(node, Call):
+        return f"{_NCNN_EXPR_OPS.get(node.name, node.name)}({','.join(_ncnn_term(a, inputs) for a in node.args)})"
+    if isinstance(node, Arg):
+        raise Unsupported(f"unsupported: shape expression reads the value of input {node.index}")
+    return str(int(node)) if float(node).is_integer() else repr(float(node))
+
+
+def ncnn_rank_of(t: Operand) -> int:
+    shape = ncnn_shape(t)
+    if not shape or len(shape) > 4:
+        raise Unsupported(f"unsupported: {t.name} {t.shape} has no ncnn dims to measure")
+    return len(shape)
 
 
 #: Permute order_type for a batch-less permutation (outermost first): ncnn numbers the
@@ -396,10 +590,8 @@ def permute_ncnn(ctx, op):
     x, out = op.inputs[0], op.outputs[0]
     dims = _permute_dims(op)
     src = ncnn_shape(x)
-    if is_batched(x):
-        perm = [d - 1 for d in dims if d != 0]
-    else:
-        perm = dims
+    b = batch_dim(x)  # the batch dim (size 1 in ncnn) is not in the blob: permute the others
+    perm = [d - (1 if b is not None and d > b else 0) for d in dims if d != b]
     if len(perm) > 4:
         ctx.unsupported(f"permute of a {len(perm)}-D tensor (ncnn blobs have at most 4 dims)")
     permuted = [src[p] for p in perm]
@@ -409,7 +601,7 @@ def permute_ncnn(ctx, op):
         if permuted == want:
             return ctx.layer("Permute", [x], order_type=PERMUTE_ORDER[len(perm)][tuple(perm)])
         y = intermediate(ctx.layer("Permute", [x], order_type=PERMUTE_ORDER[len(perm)][tuple(perm)]), permuted)
-    # the batch axis moved (ncnn's batch is 1, so that is a reshape)
+    # ones moved in or out of the blob with the batch axis (ncnn's batch is 1): a reshape
     return reshape_to(ctx, y, want, final=True)
 
 
@@ -424,7 +616,7 @@ def _same_rank(op) -> int:
 @ncnn_rule("torch.cat")
 def cat_ncnn(ctx, op):
     _same_rank(op)
-    ref = max(op.inputs, key=lambda i: bool(i.meta.get("batch")))
+    ref = max(op.inputs, key=lambda i: batch_dim(i) is not None)
     return ctx.layer("Concat", list(op.inputs), axis=ncnn_axis(ref, op.params["dim"]))
 
 
@@ -508,7 +700,7 @@ def _strided(ctx, x, axis: int, step: int, shape: list) -> Operand:
 
 def _whole_batch(x, dim: int, first: bool) -> bool:
     """Whether a slice/select along dim ``dim`` keeps the whole (size-1) batch axis."""
-    return dim == 0 and is_batched(x) and x.shape[0] == 1 and first
+    return dim == batch_dim(x) and x.shape[dim] == 1 and first
 
 
 @ncnn_rule("Tensor.slice")
@@ -556,6 +748,8 @@ def select_ncnn(ctx, op):
 def index_select_ncnn(ctx, op):
     x, out = op.inputs[0], op.outputs[0]
     dim = normalize_dim(op.params["dim"], _rank(x))
+    if _whole_batch(x, dim, list(op.params["index"]) in ([0], [-1])):
+        return reshape_to(ctx, x, ncnn_shape(out), final=True)  # the only sample
     axis = ncnn_axis(x, dim)
     src = ncnn_shape(x)
     runs = _gather_runs(np.asarray(op.params["index"], dtype=np.int64), src[axis])
@@ -570,6 +764,55 @@ def index_select_ncnn(ctx, op):
         piece[axis] = stop - start
         parts.append(_crop(ctx, x, axis, start, stop, piece, final=False))
     return ctx.layer("Concat", parts, axis=axis)
+
+
+def _tile(ctx, x: Operand, out: Operand, repeats: Sequence) -> Operand:
+    """``x`` (right-aligned to ``out``'s rank) tiled ``repeats[i]`` times along each dim of ``out``:
+    an ncnn ``Tile`` with numpy-style ``repeats`` over the batch-less axes."""
+    rank = len(out.shape)
+    padded = [1] * (rank - len(x.shape)) + list(x.shape)
+    bo, bx = batch_dim(out), batch_dim(x)
+    if bx is not None:
+        padded[bx + rank - len(x.shape)] = 1  # the batch of x is a 1 in ncnn, wherever it lands
+    if bo is not None:
+        if repeats[bo] != 1:
+            ctx.unsupported(f"repeating along the batch axis of {x.name} {x.shape}")
+        padded, repeats = padded[:bo] + padded[bo + 1:], list(repeats[:bo]) + list(repeats[bo + 1:])
+    if len(padded) > 4:
+        ctx.unsupported(f"tiling a {len(padded)}-D tensor (ncnn blobs have at most 4 dims)")
+    if not all(isinstance(r, int) and r >= 1 for r in repeats):
+        ctx.unsupported(f"repeats {list(repeats)} are not constant positive integers")
+    y = reshape_to(ctx, x, padded)
+    if all(r == 1 for r in repeats):
+        return reshape_to(ctx, y, ncnn_shape(out), final=True)
+    return ctx.layer("Tile", [y], repeats=list(repeats))
+
+
+@ncnn_rule("Tensor.expand")
+def expand_ncnn(ctx, op):
+    x, out = op.inputs[0], op.outputs[0]
+    if x.shape is None or out.shape is None or len(out.shape) < len(x.shape):
+        ctx.unsupported(f"expand of {x.name} {x.shape} to {out.shape}")
+    padded = [1] * (len(out.shape) - len(x.shape)) + list(x.shape)
+    bx = batch_dim(x)
+    if bx is not None:
+        padded[bx + len(out.shape) - len(x.shape)] = 1
+    repeats = []
+    for i, (a, b) in enumerate(zip(padded, out.shape)):
+        if a == b:
+            repeats.append(1)
+        elif a == 1 and isinstance(b, int):
+            repeats.append(b)
+        elif a == 1 and i == batch_dim(out):
+            repeats.append(1)  # the batch of one stays one in ncnn
+        else:
+            ctx.unsupported(f"expand of {x.name} {x.shape} to {out.shape} (dim {i}: {a} -> {b})")
+    return _tile(ctx, x, out, repeats)
+
+
+@ncnn_rule("Tensor.repeat")
+def repeat_ncnn(ctx, op):
+    return _tile(ctx, op.inputs[0], op.outputs[0], op.params["sizes"])
 
 
 @ncnn_rule("nn.ChannelShuffle")

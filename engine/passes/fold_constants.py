@@ -13,9 +13,15 @@ results (SymInt/SymFloat/SymBool and Python-operator values) also get ``meta["co
 operand. Tensor results are computed lazily (the attribute's loader) when their shape is
 static, so folding a transposed weight reads nothing until the weight is written.
 
+Some ops read only the shape of an argument (``new_zeros``, ``fill``, ``copy``'s destination:
+:data:`SHAPE_ARGS`): they fold whenever that shape is static and their other arguments are
+constant, so an attention mask built by filling slices of ``x.new_zeros(...)`` is a constant.
+
 Not folded: ops outside the table, ops producing several outputs, random/uninitialised
-creation ops, and results more than 16× (and 64 Ki elements) larger than their largest
-constant input, which ncnn is better off broadcasting at run time.
+creation ops (an ``empty`` then filled or copied into needs only its shape), and results more
+than 16× (and 64 Ki elements) larger than their largest constant input, which ncnn is better
+off broadcasting at run time — unless they feed a bool or integer tensor (a mask, an index),
+which ncnn could not compute at all.
 """
 from __future__ import annotations
 
@@ -161,6 +167,12 @@ def _slice(a: Args):
     return x[tuple(index)]
 
 
+def _slice_narrow(a: Args):
+    x = a.array("self")
+    start = a["start"] % x.shape[a["dim"] % x.ndim] if a["start"] < 0 else a["start"]
+    return x[_slice_index(x.ndim, a["dim"], slice(start, start + a["length"]))]
+
+
 def _select(a: Args):
     return np.take(a.array("self"), a["index"], axis=a["dim"])
 
@@ -181,6 +193,91 @@ def _clamp(a: Args):
     if hi is not None:
         x = np.minimum(x, hi)
     return x
+
+
+def _shape_of(a: Args, name: str = "self") -> list[int]:
+    return list(a.array(name).shape)
+
+
+def _sizes(a: Args, name: str = "size") -> list[int]:
+    return [int(s) for s in a[name]]
+
+
+def _copy(a: Args):
+    """``self.copy_(src)``: ``src`` broadcast to ``self``'s shape (cast to its dtype later)."""
+    return np.broadcast_to(a.array("src"), _shape_of(a)).copy()
+
+
+def _slice_index(ndim: int, dim: int, item) -> tuple:
+    index = [slice(None)] * ndim
+    index[dim % ndim] = item
+    return tuple(index)
+
+
+def _slice_scatter(a: Args):
+    out = a.array("self").copy()
+    item = slice(a.get("start"), a.get("end"), a.get("step", 1))
+    out[_slice_index(out.ndim, a.get("dim", 0), item)] = a.array("src")
+    return out
+
+
+def _select_scatter(a: Args):
+    out = a.array("self").copy()
+    out[_slice_index(out.ndim, a["dim"], a["index"])] = a.array("src")
+    return out
+
+
+def _index_tuple(a: Args, x: np.ndarray) -> tuple:
+    """``indices`` (optional tensors, None = the whole dim) as a numpy index."""
+    op = a.op
+    names = op.params.get("indices") or [n for n in op.input_names if n.startswith("indices.")]
+    return tuple(slice(None) if v is None else np.asarray(a[f"indices.{k}"]) for k, v in enumerate(names))
+
+
+def _index(a: Args):
+    x = a.array("self")
+    return x[_index_tuple(a, x)]
+
+
+def _index_put(a: Args):
+    out = a.array("self").copy()
+    idx = _index_tuple(a, out)
+    if a.get("accumulate", False):
+        np.add.at(out, idx, a.array("values"))
+    else:
+        out[idx] = a.array("values")
+    return out
+
+
+def _masked_fill(a: Args):
+    x = a.array("self")
+    return np.where(a.array("mask"), np.asarray(a["value"], dtype=x.dtype), x)
+
+
+def _where(a: Args):
+    return np.where(a.array("condition"), a.array("self"), a.array("other"))
+
+
+def _roll(a: Args):
+    x = a.array("self")
+    shifts, dims = a["shifts"], a.get("dims", [])
+    if not dims:
+        return np.roll(x.reshape(-1), shifts).reshape(x.shape)
+    return np.roll(x, shifts, [d % x.ndim for d in dims])
+
+
+def _reduce(fn: Callable):
+    def fold(a: Args):
+        x = a.array("self")
+        dims = a.get("dim", None)
+        dims = None if dims is None or dims == [] else tuple(d % max(x.ndim, 1) for d in
+                                                             (dims if isinstance(dims, (list, tuple)) else [dims]))
+        return fn(x, axis=dims, keepdims=bool(a.get("keepdim", False)))
+    return fold
+
+
+def _compare(fn: Callable):
+    return lambda a: fn(a.array("self"), a.array("other"))
 
 
 _ERF = np.vectorize(math.erf, otypes=[np.float64])
@@ -230,6 +327,44 @@ FOLDERS: dict[str, Callable[[Args], Any]] = {
     "aten.zeros_like.default": lambda a: np.zeros(a.array("self").shape),
     "aten.ones_like.default": lambda a: np.ones(a.array("self").shape),
     "aten.arange.default": _arange, "aten.arange.start": _arange, "aten.arange.start_step": _arange,
+    "aten.new_zeros.default": lambda a: np.zeros(_sizes(a)), "aten.new_ones.default": lambda a: np.ones(_sizes(a)),
+    "aten.new_full.default": lambda a: np.full(_sizes(a), a["fill_value"]),
+    "aten.zero.default": lambda a: np.zeros(_shape_of(a)),
+    "aten.fill.Scalar": lambda a: np.full(_shape_of(a), a["value"]),
+    "aten.fill.Tensor": lambda a: np.full(_shape_of(a), a.array("value")),
+    "aten.copy.default": _copy, "aten.slice_scatter.default": _slice_scatter,
+    "aten.select_scatter.default": _select_scatter, "aten.index.Tensor": _index, "aten.index_put.default": _index_put,
+    "aten.index_select.default": lambda a: np.take(a.array("self"), a.array("index"), axis=a["dim"]),
+    "aten.gather.default": lambda a: np.take_along_axis(a.array("self"), a.array("index"), axis=a["dim"]),
+    "aten.masked_fill.Scalar": _masked_fill, "aten.masked_fill.Tensor": _masked_fill,
+    "aten.where.self": _where, "aten.where.ScalarSelf": _where, "aten.where.ScalarOther": _where,
+    "aten.where.Scalar": _where,
+    "aten.eq.Scalar": _compare(np.equal), "aten.eq.Tensor": _compare(np.equal),
+    "aten.ne.Scalar": _compare(np.not_equal), "aten.ne.Tensor": _compare(np.not_equal),
+    "aten.lt.Scalar": _compare(np.less), "aten.lt.Tensor": _compare(np.less),
+    "aten.le.Scalar": _compare(np.less_equal), "aten.le.Tensor": _compare(np.less_equal),
+    "aten.gt.Scalar": _compare(np.greater), "aten.gt.Tensor": _compare(np.greater),
+    "aten.ge.Scalar": _compare(np.greater_equal), "aten.ge.Tensor": _compare(np.greater_equal),
+    "aten.logical_not.default": _unary(np.logical_not), "aten.bitwise_not.default": _unary(np.invert),
+    "aten.logical_and.default": _compare(np.logical_and), "aten.logical_or.default": _compare(np.logical_or),
+    "aten.logical_xor.default": _compare(np.logical_xor),
+    "aten.roll.default": _roll, "aten.flip.default": lambda a: np.flip(a.array("self"), [int(d) for d in a["dims"]]),
+    "aten.tril.default": lambda a: np.tril(a.array("self"), a.get("diagonal", 0)),
+    "aten.triu.default": lambda a: np.triu(a.array("self"), a.get("diagonal", 0)),
+    "aten.stack.default": lambda a: np.stack([np.asarray(t) for t in a["tensors"]], axis=a.get("dim", 0)),
+    "aten.repeat.default": lambda a: np.tile(a.array("self"), [int(r) for r in a["repeats"]]),
+    "aten.tile.default": lambda a: np.tile(a.array("self"), [int(r) for r in a["dims"]]),
+    "aten.swapaxes.default": lambda a: np.swapaxes(a.array("self"), a["axis0"], a["axis1"]),
+    "aten.swapdims.default": lambda a: np.swapaxes(a.array("self"), a["dim0"], a["dim1"]),
+    "aten.movedim.int": lambda a: np.moveaxis(a.array("self"), a["source"], a["destination"]),
+    "aten.narrow.default": lambda a: _slice_narrow(a),
+    "aten.sum.dim_IntList": _reduce(np.sum), "aten.sum.default": _reduce(np.sum), "aten.mean.dim": _reduce(np.mean),
+    "aten.mean.default": _reduce(np.mean), "aten.amax.default": _reduce(np.amax), "aten.amin.default": _reduce(np.amin),
+    "aten.prod.dim_int": _reduce(np.prod),
+    "aten.cumsum.default": lambda a: np.cumsum(a.array("self"), axis=a["dim"]),
+    "aten.eye.default": lambda a: np.eye(a["n"]), "aten.eye.m": lambda a: np.eye(a["n"], a["m"]),
+    "aten.clamp_min.default": lambda a: np.maximum(a.array("self"), a["min"]),
+    "aten.clamp_max.default": lambda a: np.minimum(a.array("self"), a["max"]),
     # Python-operator arithmetic on SymInt/SymFloat/SymBool values
     "_operator.add": lambda a: a["a"] + a["b"], "_operator.sub": lambda a: a["a"] - a["b"],
     "_operator.mul": lambda a: a["a"] * a["b"], "_operator.truediv": lambda a: a["a"] / a["b"],
@@ -247,6 +382,14 @@ FOLDERS: dict[str, Callable[[Args], Any]] = {
 #: ops that read only their input's shape (the input itself need not be constant)
 SHAPE_ONLY = {"aten.sym_size.int", "aten.sym_numel.default", "aten.full_like.default", "aten.zeros_like.default",
               "aten.ones_like.default"}
+
+#: ops some of whose tensor arguments give only their shape (and dtype), not their values
+SHAPE_ARGS = {t: ("self",) for t in (
+    "aten.new_zeros.default", "aten.new_ones.default", "aten.new_full.default", "aten.zero.default",
+    "aten.fill.Scalar", "aten.fill.Tensor", "aten.copy.default")}
+
+#: tensor dtypes ncnn never computes with: ops producing them are folded whatever their size
+_NOT_NCNN_DTYPES = ("bool", "i64", "i32", "i16", "i8", "u8")
 
 #: ops whose result is a Python number (SymInt/SymFloat/SymBool)
 _SCALAR_PREFIXES = ("_operator.", "torch.sym_", "math.", "aten.sym_")
@@ -281,13 +424,14 @@ class _Folder:
             return int(np.prod(shape)) if shape else 1
         return np.zeros(shape, dtype=np.int8)  # *_like: only the shape matters
 
-    def try_fold(self, op: Operator) -> bool:
+    def try_fold(self, op: Operator, force: bool = False) -> bool:
         if not is_aten(op) or len(op.outputs) != 1 or not op.outputs[0].consumers:
             return False
         if op.type not in FOLDERS and op.type not in SHAPE_ONLY:
             return False
         shape_only = op.type in SHAPE_ONLY
-        if not shape_only and not all(self.is_const(i) for i in op.inputs):
+        shaped = self.shape_arguments(op)
+        if shaped is None or (not shape_only and not all(self.is_const(i) for i in op.inputs if id(i) not in shaped)):
             return False
         out = op.outputs[0]
         scalar = op.type.startswith(_SCALAR_PREFIXES)
@@ -298,7 +442,7 @@ class _Folder:
                 like = self.shape_value(op)
                 value = FOLDERS[op.type](Args(op, lambda o: like))
             elif scalar or not _static(out.shape) or short_dtype_of(out) is None:
-                value = FOLDERS[op.type](Args(op, self.const))
+                value = FOLDERS[op.type](Args(op, lambda o: shaped[id(o)] if id(o) in shaped else self.const(o)))
             else:
                 value = None  # computed lazily below
         except _NotConstant:
@@ -318,16 +462,46 @@ class _Folder:
                 return False
             attr = Attribute(arr)
         else:
-            attr = self._lazy(op, out)
-        if not self._small_enough(op, attr):
+            attr = self._lazy(op, out, shaped)
+        if not force and not self._small_enough(op, attr):
             return False
         self._replace(op, attr)
         return True
 
-    def _lazy(self, op: Operator, out: Operand) -> Attribute:
+    def force(self, op: Operator, seen: set[int]) -> bool:
+        """Fold ``op`` and the constant computation feeding it whatever the sizes (for values
+        ncnn cannot compute at run time: masks, indices). False when something is not constant."""
+        if id(op) in seen:
+            return False
+        seen.add(id(op))
+        for i in op.inputs:
+            p = i.producer
+            if not self.is_const(i) and (p is None or not is_aten(p) or not self.force(p, seen)):
+                return False
+        return self.try_fold(op, force=True)
+
+    def shape_arguments(self, op: Operator) -> dict[int, np.ndarray] | None:
+        """Stand-ins (zeros of the right shape) for the arguments of ``op`` that only give their
+        shape (:data:`SHAPE_ARGS`); None when such a shape is not static."""
+        out: dict[int, np.ndarray] = {}
+        for name in SHAPE_ARGS.get(op.type, ()):
+            opd = op.named_input(name)
+            if opd is None or self.is_const(opd):
+                continue
+            if opd.shape is None:
+                return None
+            try:
+                shape = [_sym_dim(self.graph, d) for d in opd.shape]
+            except _NotConstant:
+                return None
+            out[id(opd)] = np.zeros(shape, dtype=NUMPY_DTYPES.get(opd.dtype or "f32", np.float32))
+        return out
+
+    def _lazy(self, op: Operator, out: Operand, shaped: dict[int, np.ndarray]) -> Attribute:
         """An attribute computing ``op`` on first access (inputs captured now: constants by
-        value, weights as their lazy attributes)."""
-        captured = {id(i): (i.meta["const"],) if "const" in i.meta else i.producer.attrs["data"] for i in op.inputs}
+        value, weights as their lazy attributes, shape-only arguments as zeros)."""
+        captured = {id(i): (shaped[id(i)],) if id(i) in shaped else (i.meta["const"],) if "const" in i.meta
+                    else i.producer.attrs["data"] for i in op.inputs}
         dtype = NUMPY_DTYPES[out.dtype]
         fn = FOLDERS[op.type]
 
@@ -403,8 +577,20 @@ def run(graph: Graph, cx) -> None:
     folder = _Folder(graph)
     for op in list(graph.ops):
         folder.try_fold(op)
+    folded = folder.folded
+    # bool/integer tensors (and what reads them: masked_fill, where): ncnn computes floats only,
+    # so these fold whatever their size
+    for op in list(graph.ops):
+        out = op.outputs[0] if len(op.outputs) == 1 else None
+        if not is_aten(op) or out is None or out.producer is not op:
+            continue
+        if out.dtype in _NOT_NCNN_DTYPES or any(i.dtype == "bool" for i in op.inputs):
+            folder.force(op, set())
+    if folder.folded != folded:
+        for op in list(graph.ops):  # what reads the forced values may fold now
+            folder.try_fold(op)
     if folder.folded:
         log.debug("folded %d operators", folder.folded)
 
 
-__all__ = ["FOLDERS", "SHAPE_ONLY", "Args", "run"]
+__all__ = ["FOLDERS", "SHAPE_ARGS", "SHAPE_ONLY", "Args", "run"]

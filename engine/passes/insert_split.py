@@ -19,6 +19,8 @@ def run(graph, cx):
             continue
         prod = opd.producer
         outs = [graph.new_operand(f"{opd.name}_split_{k}", dtype=opd.dtype, shape=opd.shape) for k in range(len(uses))]
+        for o in outs:  # the same blob: the same batch axis
+            o.meta.update({k: opd.meta[k] for k in ("batch", "batch_dim") if k in opd.meta})
         split = graph.add_op("Split", f"{opd.name}_split", [opd], outs, provenance=prod.provenance, after=prod)
         for k in ("source", "module_stack", "aten_op"):
             if k in prod.meta:

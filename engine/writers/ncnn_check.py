@@ -38,7 +38,8 @@ def _name_problem(kind: str, name: str) -> str | None:
 def _ncnn_rank(shape, meta) -> int:
     rank = len(shape)
     batch = meta.get("batch")
-    if batch or (batch is None and rank > MAX_DIMS and shape[0] == 1):
+    bd = meta.get("batch_dim")  # the batch axis elsewhere than dim 0 (seq-first layouts...)
+    if batch or (batch is None and rank > MAX_DIMS and shape[0] == 1) or (isinstance(bd, int) and 0 < bd < rank):
         rank -= 1
     return rank
 

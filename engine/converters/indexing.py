@@ -1,0 +1,295 @@
+"""Indexing and masking: roll, flip, masked_fill / where / tril / triu with constant masks,
+slice_scatter / select_scatter, and comparisons.
+
+Masks, conditions and comparisons of constants are folded before lowering (``fold_constants``:
+Swin's shifted-window attention mask built from ``new_zeros``, slice fills, ``eq``/``ne`` and
+``masked_fill`` is one constant). What reaches these rules reads an activation:
+
+ATen → pnnx:
+
+* ``aten.roll.default`` → ``torch.roll`` (``shifts``, ``dims``); ``aten.flip.default`` →
+  ``torch.flip`` (``dims``);
+* ``aten.masked_fill.Scalar|Tensor`` with a constant mask, ``aten.where.self|ScalarSelf|
+  ScalarOther|Scalar`` with a constant condition, ``aten.tril/triu.default`` →
+  ``pnnx.Expression`` over constant tensors: ``x * keep + fill`` with ``keep = ~mask`` and
+  ``fill = where(mask, value, 0)`` (computed exactly in numpy, so a ``-inf`` fill stays ``-inf``),
+  ``a * c + b * ~c``, ``x * tril(ones)``;
+* ``aten.slice_scatter.default`` (step 1) / ``aten.select_scatter.default`` → ``torch.cat`` of
+  the kept slices of ``self`` and ``src``;
+* ``aten.gather.default`` with a constant index that picks the same positions along ``dim``
+  everywhere (an index_select, possibly of a smaller block) → ``Tensor.slice`` per smaller dim +
+  ``torch.index_select``;
+* casts between float types (``_to_copy``/``to.dtype``/``type_as``: f16/bf16/f64 ↔ f32) are
+  dropped — ncnn computes in float32 (or its own fp16 storage) whatever the source dtype;
+* comparisons (``eq ne lt le gt ge``, ``.Scalar``/``.Tensor``) and logical ops of activations
+  are refused with the reason: ncnn has no comparison or selection layer.
+
+pnnx → ncnn: ``torch.roll`` is a two-way ``Slice`` and a ``Concat`` in swapped order per rolled
+dim (nothing for a shift of 0 or the batch axis); ``torch.flip`` is ``Flip`` over the
+batch-less axes.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..convert.registry import aten_converter, ncnn_rule
+from ..convert.shapes import batch_dim, ncnn_axes, ncnn_axis, ncnn_shape, normalize_dim
+from ._expression import ExpressionBuilder
+from .shape import INT64_MAX, intermediate, reshape_to
+
+_COMPARISONS = [f"aten.{n}.{o}" for n in ("eq", "ne", "lt", "le", "gt", "ge") for o in ("Scalar", "Tensor")] + [
+    "aten.logical_not.default", "aten.logical_and.default", "aten.logical_or.default", "aten.logical_xor.default",
+    "aten.bitwise_not.default", "aten.isnan.default", "aten.isinf.default"]
+
+
+@aten_converter(*_COMPARISONS)
+def comparison(ctx, op):
+    return ctx.unsupported(f"{op.type.split('.')[1]} of a run-time tensor: ncnn has no comparison layers "
+                           "(comparisons of constants are folded)")
+
+
+_FLOATS = ("f32", "f16", "bf16", "f64")
+
+
+def _float_cast(op, ctx):
+    i, o = op.inputs[0], op.outputs[0]
+    if i.dtype in _FLOATS and o.dtype in _FLOATS:
+        return None
+    return f"unsupported: cast from {i.dtype} to {o.dtype} of a run-time tensor (ncnn computes floats)"
+
+
+@aten_converter("aten._to_copy.default", "aten.to.dtype", "aten.to.dtype_layout", "aten.type_as.default",
+                validator=_float_cast)
+def float_cast(ctx, op):
+    return op.inputs[0]
+
+
+# ----------------------------------------------------------------------------- ATen → pnnx
+@aten_converter("aten.roll.default")
+def roll(ctx, op):
+    shifts = [int(s) for s in op.params["shifts"]]
+    dims = list(op.params.get("dims") or [])
+    if len(dims) != len(shifts) and dims:
+        ctx.unsupported(f"roll with {len(shifts)} shifts over {len(dims)} dims")
+    return ctx.emit("torch.roll", [op.inputs[0]], params={"shifts": shifts, "dims": dims})
+
+
+@aten_converter("aten.flip.default")
+def flip(ctx, op):
+    return ctx.emit("torch.flip", [op.inputs[0]], params={"dims": [int(d) for d in op.params["dims"]]})
+
+
+def _float(v) -> float:
+    return float(np.asarray(v).reshape(-1)[0]) if np.size(v) == 1 else None
+
+
+def _value(ctx, op, name: str):
+    """A scalar argument (a number, or a one-element constant tensor), else None."""
+    opd = op.named_input(name)
+    if opd is None:
+        v = op.params.get(name)
+        return float(v) if isinstance(v, (int, float)) else None
+    c = ctx.const_value(opd)
+    return None if c is None or np.size(c) != 1 else _float(c)
+
+
+def _expression(ctx, terms: list[tuple]) -> object:
+    """``sum(tensor * constant)`` + constant, as one ``pnnx.Expression``; ``terms`` are
+    ``(operand, array | None)`` products and ``(None, array)`` constant addends."""
+    e = ExpressionBuilder()
+    parts = []
+    for opd, arr in terms:
+        if opd is None:
+            parts.append(e.input(ctx.constant(np.asarray(arr, np.float32))))
+        elif arr is None:
+            parts.append(e.input(opd))
+        else:
+            parts.append(e.call("mul", e.input(opd), e.input(ctx.constant(np.asarray(arr, np.float32)))))
+    text = parts[0]
+    for p in parts[1:]:
+        text = e.call("add", text, p)
+    return ctx.emit("pnnx.Expression", e.inputs, params={"expr": text})
+
+
+def _select_terms(ctx, cond: np.ndarray, a, b) -> list[tuple]:
+    """``where(cond, a, b)`` as terms of :func:`_expression` (``a``/``b``: an operand or a float)."""
+    cond = np.asarray(cond, bool)
+    terms = []
+    const = np.zeros(cond.shape, np.float64)
+    for side, chosen in ((a, cond), (b, ~cond)):
+        if isinstance(side, float):
+            const = const + np.where(chosen, side, 0.0)
+        elif chosen.all():
+            terms.append((side, None))
+        elif chosen.any():
+            terms.append((side, chosen.astype(np.float32)))
+    if not terms:
+        ctx.unsupported("where() of constants only (left for constant folding)")
+    if const.any() or not np.isfinite(const).all():
+        terms.append((None, const))
+    return terms
+
+
+def _constant_mask(ctx, op, name: str) -> np.ndarray:
+    opd = op.named_input(name)
+    value = None if opd is None else ctx.const_value(opd)
+    if value is None:
+        ctx.unsupported(f"the {name} is computed at run time (ncnn has no selection layer; constant masks only)")
+    return np.asarray(value, bool)
+
+
+@aten_converter("aten.masked_fill.Scalar", "aten.masked_fill.Tensor")
+def masked_fill(ctx, op):
+    mask = _constant_mask(ctx, op, "mask")
+    value = _value(ctx, op, "value")
+    if value is None:
+        ctx.unsupported("masked_fill with a value that is not a constant number")
+    if not mask.any():
+        return op.inputs[0]
+    return _expression(ctx, _select_terms(ctx, mask, value, op.inputs[0]))
+
+
+def _operand_or_value(ctx, op, name: str):
+    opd = op.named_input(name)
+    if opd is not None and ctx.const_value(opd) is None:
+        return opd
+    v = _value(ctx, op, name)
+    if v is None:
+        ctx.unsupported(f"where() {name} is a constant tensor of more than one element")
+    return v
+
+
+@aten_converter("aten.where.self", "aten.where.ScalarSelf", "aten.where.ScalarOther", "aten.where.Scalar")
+def where(ctx, op):
+    cond = _constant_mask(ctx, op, "condition")
+    a, b = _operand_or_value(ctx, op, "self"), _operand_or_value(ctx, op, "other")
+    return _expression(ctx, _select_terms(ctx, cond, a, b))
+
+
+@aten_converter("aten.tril.default", "aten.triu.default")
+def triangle(ctx, op):
+    x = op.inputs[0]
+    if x.shape is None or len(x.shape) < 2 or not all(isinstance(d, int) for d in x.shape[-2:]):
+        ctx.unsupported(f"{op.type} of {x.name} {x.shape} (the last two dims must be static)")
+    fn = np.tril if op.type == "aten.tril.default" else np.triu
+    keep = fn(np.ones(x.shape[-2:], bool), int(op.params.get("diagonal", 0)))
+    return _expression(ctx, _select_terms(ctx, keep, x, 0.0))
+
+
+def _scatter(ctx, op, src, dim: int, start: int, end: int):
+    x, out = op.inputs[0], op.outputs[0]
+    size = x.shape[dim]
+    if not isinstance(size, int):
+        ctx.unsupported(f"scatter along the dynamic dim {dim} of {x.name} {x.shape}")
+    start, end = (v + size if v < 0 else v for v in (start, min(end, size)))
+    parts = []
+    if start > 0:
+        parts.append(ctx.emit("Tensor.slice", [x], params={"dim": dim, "start": 0, "end": start, "step": 1},
+                              shape=x.shape[:dim] + [start] + x.shape[dim + 1:]))
+    parts.append(src)
+    if end < size:
+        parts.append(ctx.emit("Tensor.slice", [x], params={"dim": dim, "start": end, "end": INT64_MAX, "step": 1},
+                              shape=x.shape[:dim] + [size - end] + x.shape[dim + 1:]))
+    if len(parts) == 1:
+        return ctx.emit("Tensor.reshape", [src], params={"shape": list(out.shape)})
+    return ctx.emit("torch.cat", parts, params={"dim": dim})
+
+
+@aten_converter("aten.slice_scatter.default")
+def slice_scatter(ctx, op):
+    x = op.inputs[0]
+    if x.shape is None or op.params.get("step", 1) != 1:
+        ctx.unsupported("slice_scatter with a step (or of unknown shape)")
+    dim = normalize_dim(op.params.get("dim", 0), len(x.shape))
+    start = op.params.get("start") or 0
+    end = op.params.get("end")
+    if isinstance(start, str) or isinstance(end, str):
+        ctx.unsupported("slice_scatter bounds computed at run time")
+    return _scatter(ctx, op, op.named_input("src"), dim, start, INT64_MAX if end is None else end)
+
+
+@aten_converter("aten.select_scatter.default")
+def select_scatter(ctx, op):
+    x, src = op.inputs[0], op.named_input("src")
+    if x.shape is None or src.shape is None or isinstance(op.params.get("index"), str):
+        ctx.unsupported("select_scatter of unknown shape or with a run-time index")
+    dim = normalize_dim(op.params["dim"], len(x.shape))
+    index = op.params["index"]
+    piece = ctx.emit("torch.unsqueeze", [src], params={"dim": dim}, shape=src.shape[:dim] + [1] + src.shape[dim:])
+    return _scatter(ctx, op, piece, dim, index, index + 1 if index != -1 else INT64_MAX)
+
+
+def _gather_plan(op, ctx):
+    """(dim, index vector, sizes) when gather's constant index reads the same positions along
+    ``dim`` at every other position (sizes: the index's extent per dim), else None."""
+    x, index = op.inputs[0], op.named_input("index")
+    idx = None if index is None else ctx.const_value(index)
+    if idx is None or x.shape is None or np.ndim(idx) != len(x.shape):
+        return None
+    idx = np.asarray(idx, np.int64)
+    dim = normalize_dim(op.params["dim"], idx.ndim)
+    line = idx[tuple(0 if d != dim else slice(None) for d in range(idx.ndim))]
+    expect = line.reshape([-1 if d == dim else 1 for d in range(idx.ndim)])
+    if not np.array_equal(np.broadcast_to(expect, idx.shape), idx):
+        return None
+    return dim, line, list(idx.shape)
+
+
+def _check_gather(op, ctx):
+    if _gather_plan(op, ctx) is None:
+        return "unsupported: gather with a run-time index or one that differs along other dims"
+    return None
+
+
+@aten_converter("aten.gather.default", validator=_check_gather)
+def gather(ctx, op):
+    x = op.inputs[0]
+    dim, line, sizes = _gather_plan(op, ctx)
+    shape = list(x.shape)
+    for d, n in enumerate(sizes):
+        if d != dim and n != shape[d]:
+            shape[d] = n
+            x = ctx.emit("Tensor.slice", [x], params={"dim": d, "start": 0, "end": n, "step": 1}, shape=list(shape))
+    size = shape[dim]
+    index = [int(i) + (size if i < 0 and isinstance(size, int) else 0) for i in line]
+    return ctx.emit("torch.index_select", [x], params={"dim": dim, "index": index})
+
+
+# ----------------------------------------------------------------------------- pnnx → ncnn
+@ncnn_rule("torch.roll")
+def roll_ncnn(ctx, op):
+    x, out = op.inputs[0], op.outputs[0]
+    dims, shifts = list(op.params["dims"]), list(op.params["shifts"])
+    y, shape = x, ncnn_shape(x)
+    if not dims:  # roll of the flattened tensor
+        if not all(isinstance(d, int) for d in shape):
+            ctx.unsupported("roll of a flattened tensor of dynamic shape")
+        y, shape, dims = reshape_to(ctx, x, [int(np.prod(shape))]), [int(np.prod(shape))], [None]
+    for dim, shift in zip(dims, shifts):
+        if dim is None:
+            axis = 0
+        else:
+            if normalize_dim(dim, len(x.shape)) == batch_dim(x):
+                continue  # a batch of one
+            axis = ncnn_axis(x, dim)
+        n = shape[axis]
+        if not isinstance(n, int):
+            ctx.unsupported(f"roll along the dynamic dim {dim} of {x.name} {x.shape}")
+        s = shift % n
+        if s == 0:
+            continue
+        head, tail = list(shape), list(shape)
+        head[axis], tail[axis] = n - s, s
+        a, b = ctx.layer("Slice", [y], outputs=2, slices=[n - s, -233], axis=axis)
+        a.dtype = b.dtype = x.dtype
+        y = intermediate(ctx.layer("Concat", [intermediate(b, tail), intermediate(a, head)], axis=axis), shape)
+    return reshape_to(ctx, y, ncnn_shape(out), final=True)
+
+
+@ncnn_rule("torch.flip")
+def flip_ncnn(ctx, op):
+    x = op.inputs[0]
+    axes = ncnn_axes(x, op.params["dims"])
+    if not axes:
+        return reshape_to(ctx, x, ncnn_shape(op.outputs[0]), final=True)
+    return ctx.layer("Flip", [x], axes=axes)

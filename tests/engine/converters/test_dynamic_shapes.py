@@ -1,0 +1,133 @@
+"""Packages exported with ``torch.export.Dim``: the converted ncnn model keeps the dynamic dims
+dynamic (Reshape 0 = copy, -1 = infer; crops to the end) and runs at other sizes within the
+exported range — each model here runs in ncnn at two sizes and matches PyTorch at both."""
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from engine.convert import ConvertOptions, convert
+from tests.harness import DIALECTS, check_module, export_pt2, rel_error, run_ncnn
+
+
+class ConvNet(nn.Module):
+    """Conv/BN/ReLU, a strided conv, a residual, a channel attention (global pooling), an
+    upsample, a concat, a channel-wise flatten to (N, C, H*W) and back."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU())
+        self.down = nn.Conv2d(8, 16, 3, stride=2, padding=1)
+        self.body = nn.Conv2d(16, 16, 3, padding=1)
+        self.se = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Conv2d(16, 4, 1), nn.ReLU(), nn.Conv2d(4, 16, 1),
+                                nn.Sigmoid())
+        self.head = nn.Conv2d(24, 5, 1)
+
+    def forward(self, x):
+        s = self.stem(x)
+        y = self.down(s)
+        y = y + self.body(F.relu(y))
+        y = y * self.se(y)
+        n, c = y.shape[:2]
+        y = y.flatten(2).softmax(-1).view(n, c, y.shape[2], y.shape[3]) * y
+        up = F.interpolate(y, scale_factor=2.0, mode="nearest")
+        return self.head(torch.cat([s, up], 1))
+
+
+class SequenceModel(nn.Module):
+    """A pre-norm transformer block on (1, L, D) with L dynamic: LayerNorm, multi-head
+    self-attention, a GELU MLP, residuals, then a mean over the sequence."""
+
+    def __init__(self, d=32, heads=4):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(d)
+        self.attn = nn.MultiheadAttention(d, heads, batch_first=True)
+        self.norm2 = nn.LayerNorm(d)
+        self.mlp = nn.Sequential(nn.Linear(d, 64), nn.GELU(), nn.Linear(64, d))
+        self.head = nn.Linear(d, 3)
+
+    def forward(self, x):
+        h = self.norm1(x)
+        x = x + self.attn(h, h, h, need_weights=False)[0]
+        x = x + self.mlp(self.norm2(x))
+        return x, self.head(x.mean(1))
+
+
+class HeadSplit(nn.Module):
+    """Attention written out by hand: qkv projection, head split through a 5-D view with the
+    sequence length dynamic, scaled scores, softmax, merge."""
+
+    def __init__(self, d=16, heads=2):
+        super().__init__()
+        self.qkv = nn.Linear(d, 3 * d)
+        self.heads = heads
+
+    def forward(self, x):
+        b, n, d = x.shape
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        q, k, v = (t.view(b, n, self.heads, d // self.heads).transpose(1, 2) for t in (q, k, v))
+        a = (q @ k.transpose(-2, -1) * (d // self.heads) ** -0.5).softmax(-1)
+        return (a @ v).transpose(1, 2).reshape(b, n, d)
+
+
+def _randomize(model):
+    g = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, nn.BatchNorm2d):
+                m.running_mean.copy_(torch.randn(m.num_features, generator=g) * 0.1)
+                m.running_var.copy_(torch.rand(m.num_features, generator=g) + 0.5)
+    return model.eval()
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("size", [(12, 20), (24, 16)])
+def test_conv_net_with_dynamic_height_and_width(tmp_path, dialect, size):
+    h, w = torch.export.Dim("h", min=4, max=64), torch.export.Dim("w", min=4, max=64)
+    check_module(_randomize(ConvNet()), [torch.randn(1, 3, 16, 16)], tmp_path, dialect=dialect,
+                 dynamic_shapes=({2: 2 * h, 3: 2 * w},), run_inputs=[torch.randn(1, 3, *size)])
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("length", [5, 23])
+def test_sequence_model_with_dynamic_length(tmp_path, dialect, length):
+    n = torch.export.Dim("n", min=2, max=128)
+    c = check_module(SequenceModel().eval(), [torch.randn(1, 11, 32)], tmp_path, dialect=dialect,
+                     dynamic_shapes=({1: n},), run_inputs=[torch.randn(1, length, 32)])
+    reshapes = [op for op in c.result.ncnn.ops if op.type == "Reshape"]
+    assert all("11" not in str(op.params.values()) for op in reshapes), "a reshape froze the traced length"
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("length", [3, 17])
+def test_hand_written_attention_with_dynamic_length(tmp_path, dialect, length):
+    n = torch.export.Dim("n", min=2, max=64)
+    check_module(HeadSplit().eval(), [torch.randn(1, 9, 16)], tmp_path, dialect=dialect,
+                 dynamic_shapes=({1: n},), run_inputs=[torch.randn(1, length, 16)])
+
+
+class PositionSlice(nn.Module):
+    """A learned position table sliced to the run-time sequence length: the slice end must be a
+    constant for ncnn, so this converts only once ``--inputshape`` fixes the length."""
+
+    def __init__(self):
+        super().__init__()
+        self.pos = nn.Parameter(torch.randn(1, 64, 16))
+
+    def forward(self, x):
+        return x + self.pos[:, : x.shape[1]]
+
+
+def test_input_shape_binds_what_must_be_concrete(tmp_path):
+    n = torch.export.Dim("n", min=2, max=64)
+    pt2 = export_pt2(PositionSlice().eval(), [torch.randn(1, 9, 16)], tmp_path / "m.pt2", dynamic_shapes=({1: n},))
+    dynamic = convert(str(pt2), ConvertOptions(lint=True))
+    assert not dynamic.ok and any("run time" in d.reason for d in dynamic.errors), dynamic.errors
+    bound = convert(str(pt2), ConvertOptions(input_shapes=[[1, 12, 16]], lint=True))
+    assert bound.ok, bound.errors
+    param, bin_ = tmp_path / "m.ncnn.param", tmp_path / "m.ncnn.bin"
+    bound.write(param, bin_, tmp_path / "m.pnnx.param", tmp_path / "m.pnnx.bin")
+    model = torch.export.load(str(pt2)).module()
+    x = torch.randn(1, 12, 16)
+    got, = run_ncnn(param, bin_, [x[0].numpy()], 1)
+    assert rel_error(got, model(x)[0].detach().numpy()) < 1e-5

@@ -26,6 +26,7 @@ follows.
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass
 
 from ..convert.registry import aten_converter, ncnn_rule
@@ -121,12 +122,18 @@ def _axis(size, kernel: int, stride: int, pad: int, ceil_mode: bool) -> _Axis | 
     return _Axis(kernel, stride, pad, pad_end, max(0, lo - pad))
 
 
-def _check_pool(op, ctx):
-    x = op.inputs[0]
+def _check_rank(op, ctx):
     n = 2 if op.type.endswith("2d") else 1
-    rank = len(ncnn_shape(x) or [])
+    rank = len(ncnn_shape(op.inputs[0]) or [])
     if rank != n + 1:
         return f"unsupported: {op.type} of a {rank}-D ncnn blob (expects (C, {'H, W' if n == 2 else 'L'}))"
+    return None
+
+
+def _check_pool(op, ctx):
+    why = _check_rank(op, ctx)
+    if why:
+        return why
     d = op.params.get("dilation")
     if d is not None and any(v != 1 for v in d):
         return f"unsupported: max pooling with dilation {list(d)} (ncnn Pooling has no dilation)"
@@ -178,9 +185,7 @@ def _divide(ctx, op, y):
     div = op.params.get("divisor_override")
     if not div:
         return y
-    area = 1
-    for k in op.params["kernel_size"]:
-        area *= k
+    area = math.prod(op.params["kernel_size"])
     intermediate(y, ncnn_shape(op.outputs[0]))
     return ctx.layer("BinaryOp", [y], op_type=int(BinaryOpType.MUL), with_scalar=1, b=float(area) / float(div))
 
@@ -198,16 +203,8 @@ def _zero_pad(ctx, x, axes: list[_Axis], src: list):
     return intermediate(y, padded)
 
 
-def _check_adaptive(op, ctx):
-    n = 2 if op.type.endswith("2d") else 1
-    rank = len(ncnn_shape(op.inputs[0]) or [])
-    if rank != n + 1:
-        return f"unsupported: {op.type} of a {rank}-D ncnn blob (expects (C, {'H, W' if n == 2 else 'L'}))"
-    return None
-
-
 @ncnn_rule("F.adaptive_avg_pool2d", "F.adaptive_max_pool2d", "F.adaptive_avg_pool1d", "F.adaptive_max_pool1d",
-           validator=_check_adaptive)
+           validator=_check_rank)
 def adaptive_pool_ncnn(ctx, op):
     n = 2 if op.type.endswith("2d") else 1
     size = [(-233 if s is None else s) for s in op.params["output_size"]]

@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from ..convert.registry import aten_converter, ncnn_rule
+from ..ir import Attribute
 from ..ncnn.enums import BinaryOpType, UnaryOpType
 from ._expression import ExpressionBuilder
 
@@ -162,8 +163,6 @@ def _prelu_slopes(ctx, op) -> np.ndarray:
 @aten_converter("aten.prelu.default", "aten._prelu_kernel.default")
 def prelu(ctx, op):
     slopes = _prelu_slopes(ctx, op)
-    from ..ir import Attribute
-
     return ctx.emit("nn.PReLU", [op.inputs[0]], params={"num_parameters": int(slopes.size)},
                     attrs={"weight": Attribute(slopes)})
 

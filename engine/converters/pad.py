@@ -102,7 +102,7 @@ def _check_index(op, ctx):
 @aten_converter("aten.index.Tensor", validator=_check_index)
 def index_pattern(ctx, op):
     x = op.inputs[0]
-    kind = _index_kind(ctx=ctx, op=op)
+    kind = _index_kind(op, ctx)
     if kind[0] == "nearest":
         return ctx.emit("F.interpolate", [x], params={"size": [kind[2]], "mode": "nearest", "recompute_scale_factor": None})
     _, dim, mode, before, after = kind

@@ -47,11 +47,10 @@ def apply_input_shapes(graph: Graph, shapes: Sequence[Sequence[int]]) -> dict[st
                 if bindings.get(d, v) != v:
                     raise InputShapeError(f"inputshape binds {d} to both {bindings[d]} and {v}")
                 bindings[d] = v
-    sym_ranges = graph.meta.get("symbols", {})
+    sym_ranges = graph.meta.get("symbols", {})  # name -> {"min", "max", "hint"} (engine.build)
     for name, v in bindings.items():
-        info = sym_ranges.get(name)
-        lo = getattr(info, "min", None) if info is not None else None
-        hi = getattr(info, "max", None) if info is not None else None
+        info = sym_ranges.get(name) or {}
+        lo, hi = info.get("min"), info.get("max")
         if (lo is not None and v < lo) or (hi is not None and v > hi):
             raise InputShapeError(f"inputshape sets {name}={v}, outside its exported range [{lo}, {hi}]")
     graph.meta["symbol_values"] = bindings

@@ -142,7 +142,8 @@ def _reshaped_constant(ctx, v: Value, target: list[Dim], torch_shape: list[Dim])
 
     md = memorydata_of(v.operand)
     shape = [int(d) for d in target]
-    data = md.attrs["data"].map(lambda a: np.ascontiguousarray(np.asarray(a, dtype=np.float32).reshape(shape or (1,))))
+    data = md.attrs["data"].map(lambda a: np.ascontiguousarray(np.asarray(a, dtype=np.float32).reshape(shape or (1,))),
+                                shape or [1], "f32")
     return ctx.layer("MemoryData", [], weights={"data": data}, name=f"{md.name}_bcast", shape=torch_shape,
                      **memorydata_params(shape))
 

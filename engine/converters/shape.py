@@ -575,7 +575,8 @@ def ncnn_rank_of(t: Operand) -> int:
 PERMUTE_ORDER = {r: {p: i for i, p in enumerate(itertools.permutations(range(r)))} for r in (1, 2, 3, 4)}
 
 
-def _permute_dims(op) -> list[int]:
+def permute_dims(op) -> list[int]:
+    """The permutation a ``Tensor.permute``/``torch.permute``/``torch.transpose`` applies."""
     rank = _rank(op.inputs[0])
     if op.type == "torch.transpose":
         dims = list(range(rank))
@@ -588,7 +589,7 @@ def _permute_dims(op) -> list[int]:
 @ncnn_rule("Tensor.permute", "torch.permute", "torch.transpose")
 def permute_ncnn(ctx, op):
     x, out = op.inputs[0], op.outputs[0]
-    dims = _permute_dims(op)
+    dims = permute_dims(op)
     src = ncnn_shape(x)
     b = batch_dim(x)  # the batch dim (size 1 in ncnn) is not in the blob: permute the others
     perm = [d - (1 if b is not None and d > b else 0) for d in dims if d != b]

@@ -25,6 +25,11 @@ it on a ≤4-D *physical* tensor holding the same data in the same row-major ord
 * ``torch.cat``, ``F.softmax``/``F.log_softmax`` and reductions view their tensor as
   ``(before, dim(s), after)``; unary activations run on the physical tensor as it is.
 
+First, every chain of reshapes and permutes (≤4-D at both ends, inner results read once) that
+holds a high-rank tensor or more than one permute is replaced by the fewest steps for the whole
+chain (:mod:`._rearrange`): MaxViT's window departition, grid partition and axis swap — five
+permutes op by op — are two.
+
 An operator touching a high-rank tensor that none of these cover is left alone (its ncnn rule
 then reports it). Shapes must be static inside the rewritten regions. Runs after the pnnx-level
 fusions (ShuffleChannel/PixelShuffle patterns go first) and re-infers the batch axes.
@@ -37,10 +42,12 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..convert.shapes import batch_dim, ncnn_rank
+from ..convert.shapes import ncnn_rank
+from ..converters.shape import permute_dims
 from ..ir import Attribute, Graph, Operand, Operator
 from . import infer_batch_axis
 from ._rank_plan import MAX_DIMS, apply_plan, merge_kept_runs, plan_block_permutes
+from ._rearrange import AtomView, NotRearrangement
 from .manager import graph_pass
 
 log = logging.getLogger(__name__)
@@ -80,6 +87,8 @@ class _Rewriter:
         self.handled: list[Operator] = []
         self.renames: list[tuple[Operand, str, str]] = []
         self.at: Operator | None = None
+        self.pending: list[tuple[Operator, int, Operand]] = []
+        self.created: list[Operator] = []
 
     # ------------------------------------------------------------------ emission
     def emit(self, type_: str, inputs: Sequence[Operand], shape: Sequence[int], params: dict | None = None,
@@ -90,6 +99,7 @@ class _Rewriter:
         op = self.graph.add_op(type_, name, list(inputs), [out], params=params, provenance=src.provenance, before=src)
         op.meta.update({k: src.meta[k] for k in _META if k in src.meta})
         op.meta["legalized_rank"] = True
+        self.created.append(op)
         return out
 
     def reshape(self, x: Operand, shape: Sequence[int]) -> Operand:
@@ -107,11 +117,13 @@ class _Rewriter:
     def constant(self, x: Operand, shape: Sequence[int]) -> Operand:
         attr = x.producer.attrs["data"]
         shape = list(shape) or [1]
-        data = attr.map(lambda a: np.ascontiguousarray(np.asarray(a).reshape(shape)))
+        data = attr.map(lambda a: np.ascontiguousarray(np.asarray(a).reshape(shape)), shape=shape)
         name = self.graph.unique_op_name(f"{x.name}_r")
         out = self.graph.new_operand(name, dtype=x.dtype, shape=shape)
-        self.graph.add_op("pnnx.Attribute", name, [], [out], attrs={"data": data}, provenance=x.producer.provenance,
-                          before=self.at)
+        made = self.graph.add_op("pnnx.Attribute", name, [], [out], attrs={"data": data},
+                                 provenance=x.producer.provenance, before=self.at)
+        made.meta["legalized_rank"] = True
+        self.created.append(made)
         return out
 
     def source(self, x: Operand) -> Operand:
@@ -128,8 +140,13 @@ class _Rewriter:
         return self.reshape(src, shape)
 
     def result(self, op: Operator, k: int, value: Operand) -> None:
-        """``value`` (same data as output ``k``) stands for it: its physical form when high
-        rank, else reshaped to its shape and used in its place."""
+        """``value`` (same data as output ``k``) will stand for it (applied once the whole
+        operator is rewritten)."""
+        self.pending.append((op, k, value))
+
+    def _apply(self, op: Operator, k: int, value: Operand) -> None:
+        """Output ``k`` is ``value``: its physical form when high rank, else ``value``
+        reshaped to its shape, used in its place."""
         y = op.outputs[k]
         if _is_high(y):
             self.phys[id(y)] = value
@@ -152,15 +169,21 @@ class _Rewriter:
         handler = self._handler(op)
         if handler is None:
             return False
-        self.at = op
-        before = len(self.graph.ops)
+        self.at, self.pending, mark = op, [], len(self.created)
         try:
             handler(op)
-        except _Skip as e:
-            log.debug("legalize_tensor_rank: %s left as it is: %s", op.name, e)
-            if len(self.graph.ops) != before:
-                self.graph.remove_dead(keep=lambda o: not o.meta.get("legalized_rank"))
+        except Exception as e:  # a refusal (or a bug) leaves the operator as it is
+            if isinstance(e, _Skip):
+                log.debug("legalize_tensor_rank: %s left as it is: %s", op.name, e)
+            else:
+                log.warning("legalize_tensor_rank: %s left as it is", op.name, exc_info=True)
+            for made in reversed(self.created[mark:]):  # what this attempt emitted, users first
+                if made in self.graph.ops and not any(o.consumers for o in made.outputs):
+                    self.graph.remove_op(made)
+            del self.created[mark:]
             return False
+        for k_op, k, value in self.pending:
+            self._apply(k_op, k, value)
         self.handled.append(op)
         return True
 
@@ -193,29 +216,47 @@ class _Rewriter:
 
     def do_permute(self, op: Operator) -> None:
         x = op.inputs[0]
-        rank = len(x.shape)
-        if op.type == "torch.transpose":
-            dims = list(range(rank))
-            d0, d1 = _norm(op.params["dim0"], rank), _norm(op.params["dim1"], rank)
-            dims[d0], dims[d1] = dims[d1], dims[d0]
-        else:
-            dims = [_norm(d, rank) for d in op.params["dims"]]
-        kept = [d for d in range(rank) if x.shape[d] != 1]
+        dims = permute_dims(op)
+        kept = [d for d in range(len(x.shape)) if x.shape[d] != 1]
         order = [d for d in dims if x.shape[d] != 1]
         groups = merge_kept_runs(order, kept)
         sizes = [math.prod(x.shape[d] for d in g) for g in groups]
-        target = tuple(sorted(range(len(groups)), key=lambda i: order.index(groups[i][0])))
-        y = self.view(x, sizes)
-        for cuts, block_order in plan_block_permutes(target):
+        target = [sorted(range(len(groups)), key=lambda i: order.index(groups[i][0]))]
+        self.result(op, 0, self.rearrange(self.view(x, sizes), sizes, target[0]))
+
+    def rearrange(self, y: Operand, sizes: list[int], order: Sequence[int]) -> Operand:
+        """``y`` (viewed as blocks of ``sizes``) with its blocks in ``order``: the fewest
+        reshape + ≤4-D permute steps."""
+        for cuts, block_order in plan_block_permutes(tuple(order)):
             bounds = (0,) + cuts + (len(sizes),)
-            blocks = [sizes[bounds[i]:bounds[i + 1]] for i in range(len(bounds) - 1)]
-            merged = [math.prod(b) for b in blocks]
+            merged = [math.prod(sizes[bounds[i]:bounds[i + 1]]) for i in range(len(bounds) - 1)]
             y = self.reshape(y, merged)
-            permuted = [merged[i] for i in block_order]
             if len(merged) > 1:
-                y = self.emit("Tensor.permute", [y], permuted, {"dims": list(block_order)})
+                y = self.emit("Tensor.permute", [y], [merged[i] for i in block_order], {"dims": list(block_order)})
             sizes = apply_plan(sizes, [(cuts, block_order)])
-        self.result(op, 0, y)
+        return y
+
+    def compose(self, chain: list[Operator]) -> bool:
+        """Replace a chain of reshapes/permutes (≤4-D at both ends) by its fewest steps, when
+        that has fewer permutes or avoids a high-rank tensor."""
+        x, last = chain[0].inputs[0], chain[-1]
+        view = _atoms(chain)
+        if view is None or _is_high(x) or _is_high(last.outputs[0]):
+            return False
+        plan = view.result()
+        steps = len(plan_block_permutes(tuple(plan.order)))
+        permutes = sum(op.type in _PERMUTES for op in chain)
+        if steps >= permutes and not any(_is_high(op.outputs[0]) for op in chain):
+            return False
+        self.at, self.pending = last, []
+        y = self.rearrange(self.reshape(x, plan.sizes), plan.sizes, plan.order)
+        self.result(last, 0, y)
+        for k_op, k, value in self.pending:
+            self._apply(k_op, k, value)
+        for op in reversed(chain):
+            if not any(o.consumers for o in op.outputs):
+                self.graph.remove_op(op)
+        return True
 
     def do_elementwise(self, op: Operator) -> None:
         out = op.outputs[0]
@@ -431,16 +472,76 @@ def sink_selects(graph: Graph) -> int:
     return moved
 
 
+def _segments(chain: list[Operator]) -> list[list[Operator]]:
+    """The chain cut, greedily from the front, into the longest pieces between ≤4-D tensors
+    that are each one rearrangement of atoms (window departition then a grid partition of
+    another factorization are two)."""
+    pieces, i = [], 0
+    while i < len(chain):
+        for j in range(len(chain), i, -1):
+            part = chain[i:j]
+            if _is_high(part[-1].outputs[0]) or _atoms(part) is None:
+                continue
+            if sum(op.type in _PERMUTES for op in part) >= 2 or any(_is_high(op.outputs[0]) for op in part):
+                pieces.append(part)
+            i = j
+            break
+        else:
+            i += 1
+    return pieces
+
+
+def _atoms(chain: list[Operator]) -> AtomView | None:
+    """The chain followed atom by atom, or None (dynamic shapes, not one rearrangement)."""
+    x = chain[0].inputs[0]
+    if not all(_static(sh) for sh in [x.shape] + [op.outputs[0].shape for op in chain]):
+        return None
+    view = AtomView(x.shape)
+    try:
+        for op in chain:
+            if op.type in _PERMUTES:
+                view.permute(permute_dims(op))
+            else:
+                view.reshape(op.outputs[0].shape)
+    except NotRearrangement as e:
+        log.debug("legalize_tensor_rank: chain at %s is not one rearrangement: %s", chain[0].name, e)
+        return None
+    return view
+
+
+def rearrangement_chains(graph: Graph):
+    """Maximal chains of reshapes/permutes whose inner results have one reader each."""
+    kinds = _RESHAPES + _PERMUTES
+    for op in list(graph.ops):
+        if op not in graph.ops or op.type not in kinds or len(op.inputs) != 1:
+            continue
+        x = op.inputs[0]
+        if x.producer is not None and x.producer.type in kinds and len(x.consumers) == 1:
+            continue  # not the head of its chain
+        chain = [op]
+        while len(chain[-1].outputs[0].consumers) == 1:
+            nxt = chain[-1].outputs[0].consumers[0]
+            if nxt.type not in kinds or len(nxt.inputs) != 1:
+                break
+            chain.append(nxt)
+        yield chain
+
+
 @graph_pass("legalize_tensor_rank", "rewrite >4-D reshape/permute/select/elementwise regions into ≤4-D ones")
 def run(graph: Graph, cx) -> None:
     infer_batch_axis.infer(graph)
-    if not any(_is_high(o) for o in graph.operands.values()):
-        return
-    if sink_selects(graph):
+    high = any(_is_high(o) for o in graph.operands.values())
+    if high and sink_selects(graph):
         infer_batch_axis.infer(graph)
     rewriter = _Rewriter(graph)
-    for op in list(graph.ops):
-        if op in graph.ops:
-            rewriter.rewrite(op)
+    composed = 0
+    for chain in list(rearrangement_chains(graph)):
+        composed += sum(rewriter.compose(part) for part in _segments(chain))
+    if composed:
+        infer_batch_axis.infer(graph)
+    if high:
+        for op in list(graph.ops):
+            if op in graph.ops:
+                rewriter.rewrite(op)
     rewriter.finish()
     infer_batch_axis.infer(graph)

@@ -156,13 +156,31 @@ def test_slices_of_several_dims_are_one_crop(tmp_path, dialect):
     assert [op.type for op in checked.result.ncnn.ops] == ["Input", "Crop"]
 
 
-@pytest.mark.parametrize("dialect", DIALECTS)
-def test_focus_slices(tmp_path, dialect):
-    """YOLOv5's Focus: four interleaved 2-strided slices concatenated on channels."""
-    def focus(x):
-        return torch.cat([x[..., ::2, ::2], x[..., 1::2, ::2], x[..., ::2, 1::2], x[..., 1::2, 1::2]], 1)
+SPACE_TO_DEPTH = {
+    # YOLOv5's Focus: four interleaved 2-strided slices concatenated on channels
+    "focus": lambda x: torch.cat([x[..., ::2, ::2], x[..., 1::2, ::2], x[..., ::2, 1::2], x[..., 1::2, 1::2]], 1),
+    # Swin's patch merging (NHWC, concatenated on the last dim)
+    "patch_merging": lambda x: torch.cat([x[..., 0::2, 0::2, :], x[..., 1::2, 0::2, :], x[..., 0::2, 1::2, :],
+                                          x[..., 1::2, 1::2, :]], -1),
+    # the offsets of the second dim varying fastest, stride 3
+    "stride3_w_fastest": lambda x: torch.cat([x[:, :, i::3, j::3] for i in range(3) for j in range(3)], 1),
+}
 
-    check_module(Fn(focus), [torch.randn(1, 3, 8, 10)], tmp_path, dialect=dialect, expect_types=["Concat"])
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("name", list(SPACE_TO_DEPTH))
+def test_space_to_depth_slices(tmp_path, dialect, name):
+    """Strided slices at every offset concatenated: one Reshape, Permute, Reshape (no Crop,
+    Pooling or Concat)."""
+    c = check_module(Fn(SPACE_TO_DEPTH[name]), [torch.randn(1, 6, 12, 6)], tmp_path, dialect=dialect,
+                     forbid_types=["Concat", "Pooling", "Crop"])
+    assert [op.type for op in c.result.ncnn.ops].count("Permute") == 1
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_strided_slices_that_are_not_space_to_depth(tmp_path, dialect):
+    check_module(Fn(lambda x: torch.cat([x[..., ::2, ::2], x[..., 1::2, ::2], x[..., ::2, 1::2]], 1)),
+                 [torch.randn(1, 3, 8, 10)], tmp_path, dialect=dialect, expect_types=["Concat"])
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)

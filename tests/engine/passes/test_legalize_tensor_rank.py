@@ -183,3 +183,56 @@ def test_block_permute_plans_are_correct_and_short(n):
         elif n <= 6:
             assert len(plan) <= 2  # optimal for up to 6 blocks (breadth-first)
     assert math.prod([1]) == 1
+
+
+def _random_chain(rng, shape):
+    """A random chain of reshapes (splitting and merging dims) and permutes."""
+    steps, cur = [], list(shape)
+    for _ in range(rng.randint(2, 5)):
+        if rng.random() < 0.5 and len(cur) > 1:
+            dims = list(range(len(cur)))
+            rng.shuffle(dims)
+            steps.append(("permute", dims))
+            cur = [cur[d] for d in dims]
+        else:
+            flat = []
+            for n in cur:  # split composite dims into factors, then merge neighbours at random
+                f = next((p for p in (2, 3, 5) if n % p == 0 and n > p), None)
+                flat += [f, n // f] if f and rng.random() < 0.6 else [n]
+            new = [flat[0]]
+            for n in flat[1:]:
+                if rng.random() < 0.3:
+                    new[-1] *= n
+                else:
+                    new.append(n)
+            steps.append(("reshape", new))
+            cur = new
+    return steps
+
+
+def test_atom_view_matches_numpy_on_random_chains():
+    """Chains that are one permutation of atoms compose exactly; the others (a reshape cutting
+    across atoms a permute separated) are reported, never miscomputed."""
+    from engine.passes._rearrange import AtomView, NotRearrangement
+
+    rng = random.Random(7)
+    composed = 0
+    for _ in range(300):
+        shape = [rng.choice([1, 2, 3, 4, 6]) for _ in range(rng.randint(2, 4))]
+        x = np.random.rand(*shape)
+        view, want = AtomView(shape), x
+        try:
+            for kind, arg in _random_chain(rng, shape):
+                if kind == "permute":
+                    view.permute(arg)
+                    want = want.transpose(arg)
+                else:
+                    view.reshape(arg)
+                    want = want.reshape(arg)
+        except NotRearrangement:
+            continue
+        composed += 1
+        r = view.result()
+        got = x.reshape(r.sizes or [1]).transpose(r.order or [0]).reshape(want.shape)
+        np.testing.assert_array_equal(got, want)
+    assert composed > 250

@@ -29,9 +29,6 @@ import numpy as np
 from ..convert.registry import aten_converter, ncnn_rule
 from ..convert.shapes import ncnn_shape
 from ..ir import Operand
-from ..ncnn.enums import BinaryOpType
-from ._broadcast import Value, align_operands, memorydata_params, result_value
-from ._weights import derived
 from .shape import intermediate, reshape_to
 
 log = logging.getLogger(__name__)
@@ -128,26 +125,51 @@ def _as_heads(ctx, t: Operand) -> Operand:
     return reshape_to(ctx, t, shape if len(shape) == 3 else [1] + shape)
 
 
-def _mask_input(ctx, op, mask: Operand, heads, rows, cols) -> Operand:
-    """``mask`` as ncnn's SDPA reads it: ``(L, S)`` or ``(1|heads, L, S)``, every row present."""
+def _broadcast_runs(mask: list, target: list) -> tuple[list, list] | None:
+    """Group the axes of ``mask`` (right-aligned to ``target``, every dim 1 or equal) into runs
+    that are all kept or all broadcast: the ``(shape, repeats)`` of one numpy-style tile of
+    ``mask`` that gives ``target`` in row-major order, or None when it needs more than 4 dims."""
+    shape, repeats, kinds = [], [], []
+    for m, t in zip(mask, target):
+        kind = "keep" if m == t else "tile"
+        if t == 1:
+            continue
+        if kinds and kinds[-1] == kind:
+            shape[-1], repeats[-1] = shape[-1] * m, repeats[-1] * (t // m)
+        else:
+            shape.append(m), repeats.append(t // m), kinds.append(kind)
+    return (shape or [1], repeats or [1]) if len(shape) <= 4 else None
+
+
+def _mask_input(ctx, op, mask: Operand, lead: list, rows, cols) -> Operand:
+    """``mask`` as ncnn's SDPA / MultiHeadAttention read it: ``(L, S)``, or one ``(L, S)`` plane
+    per head of the ``prod(lead)`` heads (the query's leading dims merged, e.g. windows × heads
+    in Swin). A mask that broadcasts over some of those dims or along L (a key padding mask
+    ``(N, 1, 1, S)``, a relative position bias ``(1, heads, L, S)`` for every window) is tiled
+    out with one ncnn ``Tile``."""
     shape = ncnn_shape(mask)
-    if len(shape) > 3 and _heads_shape(mask)[0] in (1, heads) and all(isinstance(d, int) for d in shape):
-        mask = reshape_to(ctx, mask, _heads_shape(mask))  # (1, H, L, S) whose batch flag a view dropped
-        shape = ncnn_shape(mask)
-    if len(shape) == 3 and shape[0] in (1, heads) and shape[1:] == [rows, cols]:
-        return mask
-    if shape == [rows, cols]:
-        return mask
-    if len(shape) > 3 or not all(isinstance(d, int) for d in [rows, cols]):
-        ctx.unsupported(f"attn_mask {mask.name} {mask.shape} does not broadcast to ({heads}, {rows}, {cols})")
-    lead = shape[0] if len(shape) == 3 and shape[0] in (1, heads) else 1
-    full = [lead, rows, cols]
-    zeros = derived(lambda: np.zeros(full, np.float32), full)
-    z = ctx.layer("MemoryData", [], weights={"data": zeros}, name=f"{_base(op)}_maskrows", **memorydata_params(full))
-    zv = result_value(z, full, False, "f32")
-    pm, pz, out_shape, batched = align_operands(ctx, Value.of(mask), zv, f"attention mask {mask.name}")
-    added = ctx.layer("BinaryOp", [pm, pz], op_type=BinaryOpType.ADD)
-    return intermediate(added, out_shape[1:] if batched else out_shape)
+    if shape is None or not all(isinstance(d, int) for d in shape) \
+            or not all(isinstance(d, int) for d in [*lead, rows, cols]):
+        ctx.unsupported(f"attn_mask {mask.name} {mask.shape} of dynamic shape for ({lead}, {rows}, {cols})")
+    target = [*lead, rows, cols]
+    shape = [1] * (len(target) - len(shape)) + list(shape)
+    while len(shape) > len(target) and shape[0] == 1:
+        shape = shape[1:]
+    if len(shape) != len(target) or any(m not in (1, t) for m, t in zip(shape, target)):
+        ctx.unsupported(f"attn_mask {mask.name} {mask.shape} does not broadcast to {tuple(target)}")
+    heads = math.prod(shape[:-2])
+    plane = [rows, cols]
+    want = plane if heads == 1 else [math.prod(lead)] + plane
+    if shape[-2:] == plane and heads in (1, math.prod(lead)):
+        return reshape_to(ctx, mask, want)
+    runs = _broadcast_runs(shape if heads > 1 else shape[-2:], target if heads > 1 else plane)
+    if runs is None:
+        ctx.unsupported(f"attn_mask {mask.name} {mask.shape} broadcasts to {tuple(target)} over more than 4 runs "
+                        "of axes")
+    grouped, repeats = runs
+    tiled = ctx.layer("Tile", [reshape_to(ctx, mask, grouped)], name=f"{_base(op)}_masktile", repeats=repeats)
+    tiled = intermediate(tiled, [g * r for g, r in zip(grouped, repeats)])
+    return reshape_to(ctx, tiled, want)
 
 
 @ncnn_rule("F.scaled_dot_product_attention", validator=_check_sdpa)
@@ -157,7 +179,8 @@ def sdpa_layer(ctx, op):
     cols = ncnn_shape(k)[1]
     inputs = [q, k, v]
     if len(op.inputs) > 3:
-        inputs.append(_mask_input(ctx, op, op.inputs[3], heads, rows, cols))
+        lead = ncnn_shape(op.inputs[0])[:-2] or [1]
+        inputs.append(_mask_input(ctx, op, op.inputs[3], list(lead), rows, cols))
     scale = op.params.get("scale")
     y = ctx.layer("SDPA", inputs, attn_mask=int(len(inputs) > 3), scale=float(scale) if scale is not None else None)
     out_shape = ncnn_shape(op.outputs[0])
@@ -206,10 +229,7 @@ def multihead_attention_layer(ctx, op):
             inputs.append(_tokens(ctx, v, vdim))
     rows, cols = ncnn_shape(tq)[0], math.prod(ncnn_shape(k)) // kdim
     if len(op.inputs) > 3:
-        mask = _mask_input(ctx, op, op.inputs[3], heads, rows, cols)
-        if ncnn_shape(mask)[0] == 1 and len(ncnn_shape(mask)) == 3:  # MHA indexes a 3-D mask per head
-            mask = reshape_to(ctx, mask, [rows, cols])
-        inputs.append(mask)
+        inputs.append(_mask_input(ctx, op, op.inputs[3], [heads], rows, cols))
     weights = {"q_weight_data": a["q_weight"], "q_bias_data": a["q_bias"], "k_weight_data": a["k_weight"],
                "k_bias_data": a["k_bias"], "v_weight_data": a["v_weight"], "v_bias_data": a["v_bias"],
                "out_weight_data": a["out_weight"], "out_bias_data": a["out_bias"]}

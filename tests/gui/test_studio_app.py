@@ -103,7 +103,8 @@ def test_event_loop_keeps_turning_while_a_worker_loads_and_converts_a_big_model(
     # say "turning throughout", never a latency target.)
     for what, task in (("loaded", lambda: window.open_file(path)), ("converted", window.convert)):
         seconds, n, gaps = measure(task())
-        assert n >= 5, (what, seconds, n)
+        # a fast machine may load in ~50 ms: expect a tick per 100 ms of work, at most 5
+        assert n >= min(5, int(seconds / 0.1)), (what, seconds, n)
         assert gaps.max() < max(1.0, seconds / 3), f"the GUI thread stalled {gaps.max():.3f}s of {seconds:.2f}s " \
                                                    f"while the model {what}"
         assert window.wait_settled()

@@ -67,10 +67,8 @@ def test_sdpa_constant_bool_mask(tmp_path, dialect):
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
-def test_sdpa_gqa(request, tmp_path, dialect):
-    if dialect == "core":
-        request.applymarker(pytest.mark.xfail(strict=False, reason=(
-            "core ATen spells enable_gqa as aten.repeat_interleave.self_int / index_select on k and v")))
+def test_sdpa_gqa(tmp_path, dialect):
+    """(core ATen spells enable_gqa as repeat_interleave / index_select on k and v.)"""
     check_module(Fn(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, enable_gqa=True)),
                  _qkv(heads=4, kv_heads=2), tmp_path, dialect=dialect, expect_types=["SDPA"])
 
@@ -182,11 +180,9 @@ def test_multihead_attention_causal_constant_mask(tmp_path, dialect):
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
-def test_multihead_attention_causal_and_padding(request, tmp_path, dialect):
-    """A constant causal mask merged with a float key padding mask input (one (1, H, L, S) mask)."""
-    request.applymarker(pytest.mark.xfail(strict=False, reason=(
-        "the causal half is aten.triu.default / aten.ge.Scalar / aten.where.self of constants mixed with an input: "
-        "needs constant folding of creation ops (shape/indexing coverage)")))
+def test_multihead_attention_causal_and_padding(tmp_path, dialect):
+    """A constant causal mask merged with a float key padding mask input (one (1, H, L, S) mask;
+    the causal half is triu / ge / where of constants, folded)."""
     pad = torch.zeros(1, 9)
     pad[0, 7:] = -1e4
     c = check_module(MhaMasked(causal=True).eval(), [torch.randn(1, 9, 32), pad], tmp_path, dialect=dialect)

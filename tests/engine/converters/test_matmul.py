@@ -102,21 +102,15 @@ def test_addmm_computed(tmp_path, dialect):
     ("bchw,bcd->bdhw", [(1, 4, 3, 5), (1, 4, 6)]),
     ("bnd,bmd->bnm", [(1, 4, 8), (1, 5, 8)]),
 ], ids=["bmm", "qk", "av", "heads_mid", "transB", "grouped_free", "nd_md"])
-def test_einsum_pair(request, tmp_path, dialect, equation, shapes):
-    if dialect == "core" and equation not in ("bij,bjk->bik", "bij,bkj->bik", "bnd,bmd->bnm"):
-        request.applymarker(pytest.mark.xfail(strict=False, reason=(
-            "core ATen's einsum decomposition goes through 5-D unsqueeze/permute/view chains "
-            "(aten.permute.default / aten.view.default of 5-D tensors: high-rank reshape rewriting)")))
+def test_einsum_pair(tmp_path, dialect, equation, shapes):
+    """core ATen decomposes einsum through 5-D unsqueeze/permute/view chains around bmm
+    (legalize_tensor_rank brings them to <= 4-D)."""
     check_module(Fn(lambda a, b: torch.einsum(equation, a, b)), [torch.randn(s) for s in shapes], tmp_path,
                  dialect=dialect, expect_types=["MatMul"])
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
-def test_einsum_2d(request, tmp_path, dialect):
-    if dialect == "core":
-        request.applymarker(pytest.mark.xfail(strict=False, reason=(
-            "core ATen's einsum decomposition of unbatched operands (aten.unsqueeze.default + "
-            "aten.permute.default chains around bmm) converts to wrong values")))
+def test_einsum_2d(tmp_path, dialect):
     check_module(Fn(lambda a, b: torch.einsum("ij,jk->ik", a.squeeze(0), b.squeeze(0)).unsqueeze(0)),
                  [torch.randn(1, 5, 6), torch.randn(1, 6, 7)], tmp_path, dialect=dialect, expect_types=["MatMul"])
 

@@ -28,6 +28,10 @@ import numpy as np
 #: A tensor dimension: a concrete int, a symbol/expression string (``"s77"``), or None (unknown).
 Dim = int | str | None
 
+#: operator types that are the graph's boundary (never removed as dead code)
+_OUTPUTS = ("pnnx.Output", "Output")
+_BOUNDARY = _OUTPUTS + ("pnnx.Input", "Input")
+
 #: pnnx's short dtype names, used by operands, attributes and the text form.
 DTYPES = ("f32", "f64", "f16", "bf16", "i64", "i32", "i16", "i8", "u8", "bool", "c64", "c128", "c32")
 
@@ -310,7 +314,7 @@ class Graph:
         while changed:
             changed = False
             for op in reversed(list(self.ops)):
-                if op.type in ("pnnx.Output", "Output") or (keep and keep(op)):
+                if op.type in _OUTPUTS or (keep and keep(op)):
                     continue
                 if op.outputs and all(not o.consumers for o in op.outputs):
                     self.remove_op(op)
@@ -318,6 +322,21 @@ class Graph:
                     changed = True
         for name in [n for n, o in self.operands.items() if o.producer is None and not o.consumers]:
             del self.operands[name]
+        return removed
+
+    def prune(self, operands: Iterable[Operand]) -> int:
+        """Remove the producers of ``operands`` that no longer have readers, then whatever that
+        leaves unread upstream: the scoped form of :meth:`remove_dead` for a pass that just
+        rewired those operands (inputs and outputs of the graph are never removed). Returns how
+        many operators were removed."""
+        removed, pending = 0, list(operands)
+        while pending:
+            op = pending.pop().producer
+            if op is None or op.type in _BOUNDARY or any(o.consumers for o in op.outputs):
+                continue
+            pending.extend(op.inputs)
+            self.remove_op(op)
+            removed += 1
         return removed
 
     def toposort(self) -> None:

@@ -370,12 +370,15 @@ def _fuse(graph: Graph, region: _Region) -> Operator:
             "into one multi-head attention")
 def run(graph: Graph, cx) -> None:
     for sdpa in [op for op in graph.ops if op.type == SDPA]:
+        read = list(sdpa.inputs)
         _fold_constant_mask(graph, sdpa)
         region = _match(sdpa)
         if region is None or region.output is None or not _closed(region):
             log.debug("no multi-head attention around %s", sdpa.name)
+            graph.prune(read)  # a mask folded to a constant
             continue
+        read += [i for op in region.ops for i in op.inputs]
         new = _fuse(graph, region)
         log.debug("fused multi-head attention %s", new.name)
-    # the views of inputs and masks the fused ops no longer read (before lowering tries them)
-    graph.remove_dead(keep=lambda op: op.type == "pnnx.Input")
+        # the views of inputs and masks the fused op no longer reads (before lowering tries them)
+        graph.prune(read)

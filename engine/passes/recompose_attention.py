@@ -301,9 +301,22 @@ def _replace(graph: Graph, found: _Found) -> Operator:
     return new
 
 
+def _unread_branches(graph: Graph, depth: int = 4) -> list[Operand]:
+    """Outputs nobody reads of the operators at most ``depth`` steps downstream of a softmax (a
+    dead branch there, such as averaged attention weights nobody uses, would keep the chain from
+    being recomposed)."""
+    unread, seen = [], set()
+    frontier = [op for op in graph.ops if op.type in _SOFTMAX]
+    for _ in range(depth):
+        frontier = [c for op in frontier for o in op.outputs for c in o.consumers if id(c) not in seen]
+        seen.update(id(c) for c in frontier)
+        unread += [o for op in frontier for o in op.outputs if not o.consumers]
+    return unread
+
+
 @graph_pass("recompose_attention", "turn core ATen's decomposed scaled_dot_product_attention back into one op")
 def run(graph: Graph, cx) -> None:
-    graph.remove_dead(keep=lambda op: op.type == "pnnx.Input")  # e.g. nn.MultiheadAttention's unused averaged attention weights
+    graph.prune(_unread_branches(graph))  # e.g. nn.MultiheadAttention's unused averaged attention weights
     for root in list(graph.ops):
         if root.type not in _MATMULS or len(root.inputs) != 2:
             continue

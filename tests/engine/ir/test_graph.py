@@ -114,3 +114,19 @@ def test_networkx_view():
     g = small_graph()
     nxg = g.to_networkx()
     assert set(nxg.successors("conv")) == {"relu"}
+
+
+def test_prune_removes_what_the_given_operands_left_unread_and_nothing_else():
+    g = Graph()
+    x = g.new_operand("x", dtype="f32", shape=[4])
+    g.add_op("pnnx.Input", "in0", [], [x])
+    ops = {}
+    for name, src in (("a", "x"), ("b", "a"), ("c", "x"), ("d", "x")):
+        out = g.new_operand(name, dtype="f32", shape=[4])
+        ops[name] = g.add_op("F.relu", f"op_{name}", [g.operands[src]], [out])
+    g.add_op("pnnx.Output", "out0", [g.operands["d"]], [])
+    # b reads a, nobody reads b; c is dead too but was not touched
+    assert g.prune([g.operands["b"]]) == 2
+    assert [op.name for op in g.ops] == ["in0", "op_c", "op_d", "out0"]
+    assert g.prune([g.operands["d"], g.operands["x"]]) == 0  # read by the output; the input stays
+    g.lint()

@@ -527,7 +527,13 @@ class MainWindow(QMainWindow):
         self.last_export = files
         names = ", ".join(os.path.basename(f) for f in files)
         folder = os.path.dirname(files[0]) if files else ""
-        self.status(f"Exported {layers} layers → {names} in {folder}")
+        conv = self.doc.conversion if self.doc else None
+        warned = ""
+        if conv is not None:  # writing may add warnings (weights holding NaN or infinite values)
+            self.problems.set_diagnostics(conv.result.diagnostics)
+            n = sum(d.severity == "warning" and d.stage == "write_ncnn" for d in conv.result.diagnostics)
+            warned = f" — {n} weight warning(s), see Problems" if n else ""
+        self.status(f"Exported {layers} layers → {names} in {folder}{warned}")
         self.exported.emit(files)
 
     # ------------------------------------------------------------------ view actions

@@ -81,7 +81,13 @@ class ConversionResult:
         use_fp16 = self.options.fp16 if fp16 is None else fp16
         return write_files(ncnn_graph=self.ncnn, pnnx_graph=self.pnnx, ncnn_param=ncnn_param, ncnn_bin=ncnn_bin,
                            pnnx_param=pnnx_param, pnnx_bin=pnnx_bin, fp16=use_fp16, partial=not self.ok,
-                           cancel=cancel)
+                           cancel=cancel, warn=self._warn_weight)
+
+    def _warn_weight(self, op, reason: str) -> None:
+        """A warning diagnostic (once) for an ncnn weight holding NaN or infinite values."""
+        d = Diagnostic.for_operator(op, f"layer {op.name}: {reason}", severity="warning", stage="write_ncnn")
+        if d not in self.diagnostics:
+            self.diagnostics.append(d)
 
     def write_all(self, directory: str | Path, stem: str, **kw) -> list[Path]:
         d = Path(directory)

@@ -52,7 +52,9 @@ def _cancel_check(cancel: Callable[[], bool] | None):
 
 def write_files(*, ncnn_graph: Graph, pnnx_graph: Graph | None, ncnn_param=None, ncnn_bin=None,
                 pnnx_param=None, pnnx_bin=None, fp16: bool = True, partial: bool = False,
-                cancel: Callable[[], bool] | None = None) -> list[Path]:
+                cancel: Callable[[], bool] | None = None, warn=None) -> list[Path]:
+    """Write the requested models (see the module docstring); ``warn(operator, reason)`` hears
+    about ncnn weights holding NaN or infinite values."""
     from ..writers import atomic_transaction, write_ncnn, write_pnnx
 
     written: list[Path] = []
@@ -61,7 +63,7 @@ def write_files(*, ncnn_graph: Graph, pnnx_graph: Graph | None, ncnn_param=None,
     progress = _cancel_check(cancel)
     with atomic_transaction():
         if _pair(ncnn_param, ncnn_bin, "ncnn model"):
-            write_ncnn(ncnn_graph, ncnn_param, ncnn_bin, fp16=fp16, progress=progress)
+            write_ncnn(ncnn_graph, ncnn_param, ncnn_bin, fp16=fp16, progress=progress, warn=warn)
             written += [Path(ncnn_param), Path(ncnn_bin)]
         if _pair(pnnx_param, pnnx_bin, "pnnx model"):
             if pnnx_graph is None:

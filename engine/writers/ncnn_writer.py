@@ -17,7 +17,7 @@ from typing import Callable
 import numpy as np
 
 from ..errors import WriteError
-from ..ir import Graph
+from ..ir import Graph, Operator
 from ..ncnn import layers as L
 from . import ncnn_bin
 from .atomic import atomic_files
@@ -29,6 +29,20 @@ log = logging.getLogger(__name__)
 #: ``progress(done, total)`` is called after each layer; raising from it cancels the write
 #: (no file is left behind and the exception propagates).
 Progress = Callable[[int, int], None]
+#: ``warn(operator, reason)`` is called for a weight holding NaN or infinite values.
+Warn = Callable[[Operator, str], None]
+
+
+def nonfinite_reason(key: str, data: np.ndarray, fp16: bool) -> str | None:
+    """Why weight ``key`` deserves a warning (NaN or infinite values), or None."""
+    if data.dtype.kind != "f" or not data.size or np.isfinite(data).all():
+        return None
+    nan = int(np.isnan(data).sum())
+    inf = int(np.isinf(data).sum())
+    parts = [f"{nan} NaN"] * bool(nan) + [f"{inf} infinite"] * bool(inf)
+    tail = "; stored as fp16 the infinities become ±65504" if inf and fp16 else ""
+    return (f"weight {key!r} holds {' and '.join(parts)} value(s) of {data.size} (the ncnn model will "
+            f"compute NaN/inf where they are used{tail})")
 
 
 @dataclass(frozen=True)
@@ -58,9 +72,11 @@ def param_text(graph: Graph) -> str:
 
 
 def write_ncnn(graph: Graph, param_path: str | os.PathLike, bin_path: str | os.PathLike, *, fp16: bool = True,
-               progress: Progress | None = None) -> NcnnWriteResult:
+               progress: Progress | None = None, warn: Warn | None = None) -> NcnnWriteResult:
     """Write ``graph`` as an ncnn model. Raises :class:`engine.errors.WriteError` (naming the
-    path and the reason, or listing the graph's problems) and leaves no partial files."""
+    path and the reason, or listing the graph's problems) and leaves no partial files. Weights
+    holding NaN or infinite values are written as they are and reported to ``warn`` (checked
+    while each weight is in memory for writing: no second read)."""
     problems = check_graph(graph)
     if problems:
         raise WriteError(os.fspath(param_path), summarize(problems))
@@ -76,8 +92,13 @@ def write_ncnn(graph: Graph, param_path: str | os.PathLike, bin_path: str | os.P
             if op.attrs and not op.meta.get("custom_layer"):
                 want = L.expected_weights(op.type, op.params)
                 for (key, attr), w in zip(op.attrs.items(), want):
+                    data = np.asarray(attr.data)
+                    reason = nonfinite_reason(key, data, fp16 and w.tagged) if warn is not None else None
+                    if reason:
+                        log.warning("layer %s: %s", op.name, reason)
+                        warn(op, reason)
                     try:
-                        chunks = ncnn_bin.encode(np.asarray(attr.data), tagged=w.tagged, fp16=fp16)
+                        chunks = ncnn_bin.encode(data, tagged=w.tagged, fp16=fp16)
                     except (TypeError, ValueError) as e:
                         raise WriteError(os.fspath(bin_path), f"layer {op.name!r} weight {key!r}: {e}") from None
                     for c in chunks:

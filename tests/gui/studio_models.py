@@ -34,6 +34,13 @@ class SmallConvNet(nn.Module):
         return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(torch.relu(self.conv(x)), 1), 1))
 
 
+def with_nan_weight(model: nn.Module) -> nn.Module:
+    """``model`` with one NaN in its first parameter (a broken checkpoint)."""
+    with torch.no_grad():
+        next(model.parameters()).view(-1)[0] = float("nan")
+    return model
+
+
 class WithUnsupportedOp(nn.Module):
     def __init__(self) -> None:
         super().__init__()

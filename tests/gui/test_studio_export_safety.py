@@ -50,6 +50,17 @@ def test_a_failed_export_is_shown_keeps_the_old_model_and_the_next_export_works(
         f"ok{s}" for s in SUFFIXES)
 
 
+def test_an_export_of_a_weight_holding_nan_warns_in_problems_and_status(window, exported, tmp_path):
+    open_model(window, exported("nan_weight"))
+    assert window.problems.model.rowCount() == 0
+    task = window.export_to(str(tmp_path / "m.ncnn.param"), pnnx=False)
+    assert window.wait_settled() and task.state == "done", task.error
+    rows = [d for d in window.problems.model.items if d.severity == "warning"]
+    assert len(rows) == 1 and "1 NaN" in rows[0].reason and rows[0].module == "conv", rows
+    assert "1 weight warning(s)" in window.status_label.text()
+    assert "1 warning" in window.problems.summary.text()
+
+
 def test_an_export_cancelled_before_it_starts_writes_nothing(window, tmp_path):
     open_model(window, TINY_CNN)
     before = _old_model(tmp_path)

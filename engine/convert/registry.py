@@ -68,7 +68,8 @@ class Converter:
         try:
             verdict = self.validator(op, ctx)
         except Exception as e:  # a crashing validator is a refusal, never a crash
-            return f"validator {self.validator.__name__} failed: {type(e).__name__}: {e}"
+            where = self.origin.removeprefix("builtin:")
+            return f"validator {self.validator.__name__} ({where}) failed: {type(e).__name__}: {e}"
         if verdict is None or verdict is True:
             return None
         if verdict is False:

@@ -136,6 +136,26 @@ def test_plugin_overrides_builtin_and_scope_restores(tmp_path, scoped):
     assert ATEN.candidates("aten.test_op.default")[0].fn.__name__ == "builtin"
 
 
+def test_a_crashing_plugin_validator_is_a_refusal_naming_the_plugin(tmp_path, scoped):
+    plugin = tmp_path / "fragile.py"
+    plugin.write_text(textwrap.dedent("""
+        from engine.convert import aten_converter
+
+        def needs_rank(op, ctx):
+            return op.inputs[0].shape[7] == 1  # IndexError on these ranks
+
+        @aten_converter("aten.test_op.default", validator=needs_rank)
+        def fragile(ctx, op):
+            return ctx.emit("F.fragile", [op.inputs[0]])
+    """))
+    with plugin_scope([plugin]):
+        g = aten_graph()
+        ctx = lower(g)
+    reason = {d.node: d.reason for d in ctx.diagnostics}["t"]
+    assert reason.startswith(f"validator needs_rank (plugin:{plugin}) failed: IndexError"), reason
+    assert g.find_op("t").type == "aten.test_op.default"
+
+
 def test_bad_plugins_raise_plugin_error(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text("from engine.convert import aten_converter\n@aten_converter('aten.relu')\ndef f(ctx, op): pass\n")

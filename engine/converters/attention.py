@@ -148,9 +148,8 @@ def _mask_input(ctx, op, mask: Operand, lead: list, rows, cols) -> Operand:
     ``(N, 1, 1, S)``, a relative position bias ``(1, heads, L, S)`` for every window) is tiled
     out with one ncnn ``Tile``."""
     shape = ncnn_shape(mask)
-    if shape is None or not all(isinstance(d, int) for d in shape) \
-            or not all(isinstance(d, int) for d in [*lead, rows, cols]):
-        ctx.unsupported(f"attn_mask {mask.name} {mask.shape} of dynamic shape for ({lead}, {rows}, {cols})")
+    if shape is None:
+        ctx.unsupported(f"attn_mask {mask.name} of unknown shape")
     target = [*lead, rows, cols]
     shape = [1] * (len(target) - len(shape)) + list(shape)
     while len(shape) > len(target) and shape[0] == 1:
@@ -162,6 +161,8 @@ def _mask_input(ctx, op, mask: Operand, lead: list, rows, cols) -> Operand:
     want = plane if heads == 1 else [math.prod(lead)] + plane
     if shape[-2:] == plane and heads in (1, math.prod(lead)):
         return reshape_to(ctx, mask, want)
+    if not all(isinstance(d, int) for d in [*shape, *target]):
+        ctx.unsupported(f"attn_mask {mask.name} {mask.shape} would be tiled to {tuple(target)}, which is dynamic")
     runs = _broadcast_runs(shape if heads > 1 else shape[-2:], target if heads > 1 else plane)
     if runs is None:
         ctx.unsupported(f"attn_mask {mask.name} {mask.shape} broadcasts to {tuple(target)} over more than 4 runs "

@@ -49,7 +49,7 @@ def open_model(window: MainWindow, path, *, timeout_ms: int = 120_000) -> None:
 def exported(tmp_path_factory):
     """``exported(name)`` → path of a .pt2 exported from :mod:`tests.gui.models` (cached)."""
     torch = pytest.importorskip("torch")
-    import studio_models as models
+    from tests.gui import studio_models as models
 
     folder = tmp_path_factory.mktemp("gui_models")
     cache: dict[str, Path] = {}

@@ -9,7 +9,7 @@ from engine.build import build_graph
 from PySide6.QtCore import QPointF, Qt
 from PySide6.QtTest import QTest
 
-from conftest import TINY_TRANSFORMER, open_model
+from tests.gui.conftest import TINY_TRANSFORMER, open_model
 from gui import theme
 from gui.graph.grouping import ROOT, group_tree, short_class
 from gui.graph.model import PARAM, display_graph

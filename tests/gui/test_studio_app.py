@@ -14,7 +14,7 @@ from PySide6.QtCore import QTimer
 from PySide6.QtGui import QImage
 
 import engine
-from conftest import ROOT, TINY_CNN
+from tests.gui.conftest import ROOT, TINY_CNN
 from gui.workers import TaskRunner
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtWidgets import QDialogButtonBox
 
-from conftest import TINY_CNN, open_model
+from tests.gui.conftest import TINY_CNN, open_model
 from gui.app import _initial_model
 from gui.document import default_sample
 

@@ -10,7 +10,7 @@ from PySide6.QtGui import QDropEvent
 from PySide6.QtTest import QTest
 
 import engine
-from conftest import TINY_CNN, TINY_TRANSFORMER, open_model
+from tests.gui.conftest import TINY_CNN, TINY_TRANSFORMER, open_model
 from engine.reader.tensors import to_float32
 from gui.panels.weights import HIST_BINS
 

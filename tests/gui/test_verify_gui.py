@@ -14,7 +14,7 @@ from PySide6.QtGui import QKeySequence
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QDialogButtonBox
 
-from conftest import open_model
+from tests.gui.conftest import open_model
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("ncnn")

@@ -131,3 +131,24 @@ def test_input_shape_binds_what_must_be_concrete(tmp_path):
     x = torch.randn(1, 12, 16)
     got, = run_ncnn(param, bin_, [x[0].numpy()], 1)
     assert rel_error(got, model(x)[0].detach().numpy()) < 1e-5
+
+
+class MaskedAttention(nn.Module):
+    """SDPA with an additive float mask input ``(1, 1, L, L)``, L dynamic."""
+
+    def forward(self, q, k, v, mask):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("length", [6, 17])
+def test_attention_with_a_mask_of_dynamic_length(tmp_path, dialect, length):
+    n = torch.export.Dim("n", min=2, max=64)
+
+    def inputs(L):
+        mask = torch.zeros(1, 1, L, L)
+        mask[..., L // 2:] = -1e4
+        return [torch.randn(1, 2, L, 8), torch.randn(1, 2, L, 8), torch.randn(1, 2, L, 8), mask]
+
+    check_module(MaskedAttention(), inputs(9), tmp_path, dialect=dialect,
+                 dynamic_shapes=({2: n}, {2: n}, {2: n}, {2: n, 3: n}), run_inputs=inputs(length))

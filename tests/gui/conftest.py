@@ -12,6 +12,9 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 import gui  # noqa: E402,F401  (applies the binding work-around before any Qt call)
 from gui.main_window import MainWindow  # noqa: E402
 from gui.settings import Settings  # noqa: E402
+from gui import theme  # noqa: E402
+from gui.graph.panel import GraphPanel  # noqa: E402
+from gui.workers import TaskRunner  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "resources" / "samples"
@@ -68,3 +71,15 @@ def exported(tmp_path_factory):
         return cache[name]
 
     return get
+
+
+@pytest.fixture
+def panel(qtbot):
+    """A shown 1200×800 ATen graph panel with its own task runner."""
+    runner = TaskRunner()
+    p = GraphPanel("ATen", runner, theme.graph_theme(), key="aten")
+    qtbot.addWidget(p)
+    p.resize(1200, 800)
+    p.show()
+    yield p
+    runner.shutdown()

@@ -7,27 +7,13 @@ import pytest
 from PySide6.QtCore import QRectF
 from PySide6.QtGui import QImage, QPainter
 
-from gui import theme
 from gui.graph.model import display_graph
-from gui.graph.panel import GraphPanel
 from gui.graph.synthetic import synthetic_graph
-from gui.workers import TaskRunner
 
 
 @pytest.fixture(scope="module")
 def big():
     return display_graph(synthetic_graph(10_000), "aten")
-
-
-@pytest.fixture
-def panel(qtbot):
-    runner = TaskRunner()
-    p = GraphPanel("ATen", runner, theme.graph_theme(), key="aten")
-    qtbot.addWidget(p)
-    p.resize(1200, 800)
-    p.show()
-    yield p
-    runner.shutdown()
 
 
 def _render(view) -> QImage:

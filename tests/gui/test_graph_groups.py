@@ -10,13 +10,10 @@ from PySide6.QtCore import QPointF, Qt
 from PySide6.QtTest import QTest
 
 from tests.gui.conftest import TINY_TRANSFORMER, open_model
-from gui import theme
 from gui.graph.grouping import ROOT, group_tree, short_class
 from gui.graph.model import PARAM, display_graph
-from gui.graph.panel import GraphPanel
 from gui.graph.synthetic import synthetic_graph
 from gui.sync import ATEN, RIGHT
-from gui.workers import TaskRunner
 
 
 def _aten(path):
@@ -66,17 +63,6 @@ def test_synthetic_hierarchy_nests_blocks_and_counts_nodes():
     assert tree.representative(q, set()) == -1 - enc.id
     assert tree.representative(q, {enc.id}) == -1 - layers[0].id
     assert tree.representative(q, tree.all_groups()) == q
-
-
-@pytest.fixture
-def panel(qtbot):
-    runner = TaskRunner()
-    p = GraphPanel("ATen", runner, theme.graph_theme(), key="aten")
-    qtbot.addWidget(p)
-    p.resize(1200, 800)
-    p.show()
-    yield p
-    runner.shutdown()
 
 
 def _show(panel, qtbot, disp):

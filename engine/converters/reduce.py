@@ -1,4 +1,5 @@
-"""Reductions: mean, sum, amax/amin, max/min over dims, prod; var/std (and var_mean/std_mean).
+"""Reductions: mean, sum, amax/amin, max/min over dims, prod; var/std (and var_mean/std_mean);
+vector norms (L1, L2).
 
 ATen → pnnx: ``aten.mean.dim`` / ``aten.mean.default`` → ``torch.mean``;
 ``aten.sum.dim_IntList`` / ``aten.sum.default`` → ``torch.sum``; ``aten.amax.default`` /
@@ -8,7 +9,9 @@ ATen → pnnx: ``aten.mean.dim`` / ``aten.mean.default`` → ``torch.mean``;
 (``.correction``, ``.dim``, ``.default``) and ``aten.var_mean``/``aten.std_mean`` (``.correction``,
 ``.dim``) decompose into ``torch.mean`` (keepdim) → ``pnnx.Expression`` ``square(sub(x, m))`` →
 ``torch.mean`` → ``mul(v, n/(n-correction))`` (→ ``sqrt`` for std); the count of reduced elements
-must be static when the correction is not 0.
+must be static when the correction is not 0. ``aten.linalg_vector_norm.default`` and
+``aten.norm.ScalarOpt_dim`` / ``aten.norm.Scalar`` of order 1 or 2 (``F.normalize``, Swin V2's
+cosine attention) → ``torch.norm`` (params ``dim``, ``keepdim``, ``p``) → ncnn ``Reduction`` L1 / L2.
 
 pnnx → ncnn: a mean (or max) over both spatial axes of a (C, H, W) blob is a ``Pooling``: global
 (1-D result) without keepdim, adaptive 1×1 (3-D result) with it — faster than ``Reduction``.
@@ -19,7 +22,7 @@ from __future__ import annotations
 
 from ..convert.registry import aten_converter, ncnn_rule
 from ..convert.shapes import ncnn_axes, ncnn_shape, normalize_dim
-from ..ncnn.enums import PoolingType, ReductionOp
+from ..ncnn.enums import PoolingType, ReductionOp, UnaryOpType
 from .shape import intermediate, reshape_to
 
 _PNNX = {"mean": "torch.mean", "sum": "torch.sum", "amax": "torch.amax", "amin": "torch.amin",
@@ -27,6 +30,7 @@ _PNNX = {"mean": "torch.mean", "sum": "torch.sum", "amax": "torch.amax", "amin":
 _OPERATION = {"torch.mean": ReductionOp.MEAN, "torch.sum": ReductionOp.SUM, "torch.amax": ReductionOp.MAX,
               "torch.amin": ReductionOp.MIN, "torch.max": ReductionOp.MAX, "torch.min": ReductionOp.MIN,
               "torch.prod": ReductionOp.PROD}
+_NORMS = {1.0: ReductionOp.L1, 2.0: ReductionOp.L2}
 
 
 def _float_result(op, ctx):
@@ -58,6 +62,28 @@ aten_converter("aten.amin.default", validator=_float_result)(_reduction("amin"))
 aten_converter("aten.max.dim", validator=_float_result)(_reduction("max"))
 aten_converter("aten.min.dim", validator=_float_result)(_reduction("min"))
 aten_converter("aten.prod.dim_int", validator=_float_result)(_reduction("prod"))
+
+
+def _norm_order(op):
+    p = op.params.get("ord", op.params.get("p"))
+    return 2.0 if p is None else p
+
+
+def _check_norm(op, ctx):
+    p = _norm_order(op)
+    if not isinstance(p, (int, float)) or float(p) not in _NORMS:
+        return f"unsupported: vector norm of order {p!r} (ncnn's Reduction has L1 and L2)"
+    return _float_result(op, ctx)
+
+
+@aten_converter("aten.linalg_vector_norm.default", "aten.norm.ScalarOpt_dim", "aten.norm.Scalar",
+                validator=_check_norm)
+def vector_norm(ctx, op):
+    dim = op.params.get("dim")
+    if dim is not None and not isinstance(dim, list):
+        dim = [dim]
+    return ctx.emit("torch.norm", [op.inputs[0]], params={"dim": dim or None, "keepdim": bool(op.params.get("keepdim")),
+                                                         "p": float(_norm_order(op))})
 
 
 def _correction(op) -> float:
@@ -116,7 +142,7 @@ def std(ctx, op):
     return _moments(ctx, op, std=True)
 
 
-@ncnn_rule(*_OPERATION)
+@ncnn_rule(*_OPERATION, "torch.norm")
 def reduce_ncnn(ctx, op):
     x, out = op.inputs[0], op.outputs[0]
     src = ncnn_shape(x)
@@ -127,9 +153,11 @@ def reduce_ncnn(ctx, op):
     axes = ncnn_axes(x, dims)  # the batch dim (size 1) needs no reducing
     keepdim = bool(op.params.get("keepdim"))
     want = ncnn_shape(out)
-    if not axes:  # only the batch axis (size 1)
+    operation = _NORMS[float(op.params["p"])] if op.type == "torch.norm" else _OPERATION[op.type]
+    if not axes:  # only the batch axis (size 1): the element itself (its magnitude for a norm)
+        if op.type == "torch.norm":
+            x = intermediate(ctx.layer("UnaryOp", [x], op_type=int(UnaryOpType.ABS)), src)
         return reshape_to(ctx, x, want, final=True)
-    operation = _OPERATION[op.type]
     if len(src) == 3 and axes == [1, 2] and operation in (ReductionOp.MEAN, ReductionOp.MAX):
         kind = int(PoolingType.AVG if operation == ReductionOp.MEAN else PoolingType.MAX)
         if keepdim:

@@ -43,6 +43,11 @@ log = logging.getLogger(__name__)
 MAX_GROWTH = 16
 #: ... unless the result is at most this many elements
 SMALL_RESULT = 1 << 16
+#: a product or a gather of constants (:data:`COMPUTED`) may be far larger than its inputs without
+#: being a broadcast ncnn could do at run time — Swin V2's position-bias MLP multiplies a (15, 15, 2)
+#: coordinate table by a (512, 2) weight, then gathers (heads, 64, 64) from the (225, heads) result —
+#: and folds up to this many elements (1 MiB of fp32)
+COMPUTED_RESULT = 1 << 18
 
 NUMPY_DTYPES = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "i64": np.int64, "i32": np.int32,
                 "i16": np.int16, "i8": np.int8, "u8": np.uint8, "bool": np.bool_}
@@ -113,6 +118,16 @@ def _div_mode(a: Args):
 
 def _unary(fn: Callable):
     return lambda a: fn(a.array("self"))
+
+
+def _linear(a: Args):
+    y = a.array("input") @ a.array("weight").T
+    bias = a.get("bias")
+    return y if bias is None else y + np.asarray(bias)
+
+
+def _addmm(a: Args):
+    return a.get("beta", 1) * a.array("self") + a.get("alpha", 1) * (a.array("mat1") @ a.array("mat2"))
 
 
 def _pow(a: Args):
@@ -306,6 +321,10 @@ FOLDERS: dict[str, Callable[[Args], Any]] = {
     "aten.trunc.default": _unary(np.trunc), "aten.sign.default": _unary(np.sign),
     "aten.sin.default": _unary(np.sin), "aten.cos.default": _unary(np.cos), "aten.erf.default": _unary(_ERF),
     "aten.clamp.default": _clamp, "aten.clamp.Tensor": _clamp,
+    "aten.linear.default": _linear, "aten.addmm.default": _addmm,
+    "aten.matmul.default": lambda a: a.array("self") @ a.array("other"),
+    "aten.mm.default": lambda a: a.array("self") @ a.array("mat2"),
+    "aten.bmm.default": lambda a: a.array("self") @ a.array("mat2"),
     "aten.view.default": _view, "aten._unsafe_view.default": _view, "aten.reshape.default": _view,
     "aten.view_copy.default": _view,
     "aten.permute.default": lambda a: np.transpose(a.array("self"), a["dims"]),
@@ -380,6 +399,9 @@ FOLDERS: dict[str, Callable[[Args], Any]] = {
 }
 
 #: ops that read only their input's shape (the input itself need not be constant)
+#: products and gathers (see COMPUTED_RESULT)
+COMPUTED = {"aten.linear.default", "aten.addmm.default", "aten.matmul.default", "aten.mm.default", "aten.bmm.default",
+            "aten.index.Tensor", "aten.index_select.default", "aten.gather.default"}
 SHAPE_ONLY = {"aten.sym_size.int", "aten.sym_numel.default", "aten.full_like.default", "aten.zeros_like.default",
               "aten.ones_like.default"}
 
@@ -531,7 +553,7 @@ class _Folder:
 
     def _small_enough(self, op: Operator, attr: Attribute) -> bool:
         n = int(np.prod(attr.shape)) if attr.shape else 1
-        if n <= SMALL_RESULT or op.type in SHAPE_ONLY:
+        if n <= SMALL_RESULT or op.type in SHAPE_ONLY or (op.type in COMPUTED and n <= COMPUTED_RESULT):
             return True
         sizes = [int(np.prod(i.shape)) for i in op.inputs if i.shape is not None and _static(i.shape)]
         return not sizes or n <= MAX_GROWTH * max(max(sizes), 1)

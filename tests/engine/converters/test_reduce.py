@@ -70,3 +70,30 @@ def test_argmax_indices_use_is_refused(tmp_path):
     pt2 = export_pt2(Fn(lambda x: x.max(1)[1].float()), [torch.randn(1, 3, 4)], tmp_path / "m.pt2")
     result = convert(str(pt2))
     assert not result.ok
+
+
+NORMS = {
+    "normalize_c": lambda x: nn.functional.normalize(x, dim=1),
+    "normalize_last": lambda x: nn.functional.normalize(x, dim=-1),
+    "l2_hw_keep": lambda x: torch.linalg.vector_norm(x, dim=(2, 3), keepdim=True),
+    "l1_w": lambda x: torch.linalg.vector_norm(x, ord=1, dim=-1),
+    "norm_p1_c": lambda x: x.norm(p=1, dim=1),
+    "norm_all": lambda x: x.norm().reshape(1, 1),
+    "over_batch": lambda x: torch.linalg.vector_norm(x, dim=0, keepdim=True) - x,
+}
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("name", list(NORMS))
+def test_vector_norms(tmp_path, dialect, name):
+    check_module(Fn(NORMS[name]), [torch.randn(1, 6, 5, 7)], tmp_path, dialect=dialect)
+
+
+def test_norm_of_another_order_is_refused_with_the_order(tmp_path):
+    from engine.convert import convert
+    from tests.harness import export_pt2
+
+    pt2 = export_pt2(Fn(lambda x: torch.linalg.vector_norm(x, ord=3, dim=1)), [torch.randn(1, 3, 4)], tmp_path / "m.pt2")
+    result = convert(str(pt2))
+    assert not result.ok
+    assert "vector norm of order 3" in result.errors[0].reason

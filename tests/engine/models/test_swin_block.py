@@ -140,3 +140,38 @@ def test_window_block_without_shift(tmp_path, dialect):
 def test_swin_stage(tmp_path, dialect, fp16):
     torch.manual_seed(0)
     check_module(_randomize(SwinStage()), [torch.randn(1, 8, 8, 16)], tmp_path, dialect=dialect, fp16=fp16)
+
+
+class WindowAttentionV2(nn.Module):
+    """Swin V2's window attention on windows already partitioned: cosine attention (normalised
+    q and k, a clamped and exponentiated logit scale) and a continuous position bias — an MLP on
+    a constant coordinate table, gathered by a constant index (all folded to one constant)."""
+
+    def __init__(self, dim=16, heads=2, window=4):
+        super().__init__()
+        self.heads, self.window = heads, window
+        self.qkv = nn.Linear(dim, dim * 3)
+        self.proj = nn.Linear(dim, dim)
+        self.logit_scale = nn.Parameter(torch.log(10 * torch.rand(heads, 1, 1) + 1))
+        self.cpb_mlp = nn.Sequential(nn.Linear(2, 64), nn.ReLU(), nn.Linear(64, heads, bias=False))
+        r = torch.arange(-(window - 1), window, dtype=torch.float32)
+        table = torch.stack(torch.meshgrid(r, r, indexing="ij"), -1).unsqueeze(0) / (window - 1) * 8
+        self.register_buffer("table", torch.sign(table) * torch.log2(table.abs() + 1.0) / 3.0)
+        self.register_buffer("index", relative_position_index(window))
+
+    def forward(self, x):
+        x = x.flatten(0, 1)  # (1, windows, L, C) -> (windows, L, C)
+        n, length, c = x.shape
+        q, k, v = self.qkv(x).reshape(n, length, 3, self.heads, c // self.heads).permute(2, 0, 3, 1, 4)
+        attn = F.normalize(q, dim=-1) @ F.normalize(k, dim=-1).transpose(-2, -1)
+        attn = attn * torch.clamp(self.logit_scale, max=4.6052).exp()
+        bias = self.cpb_mlp(self.table).view(-1, self.heads)[self.index].view(length, length, -1)
+        attn = attn + 16 * torch.sigmoid(bias.permute(2, 0, 1).contiguous()).unsqueeze(0)
+        return self.proj((attn.softmax(-1) @ v).transpose(1, 2).reshape(n, length, c)).unsqueeze(0)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_swin_v2_cosine_attention_with_continuous_position_bias(tmp_path, dialect):
+    torch.manual_seed(0)
+    c = check_module(WindowAttentionV2().eval(), [torch.randn(1, 4, 16, 16)], tmp_path, dialect=dialect)
+    assert "Reduction" in _types(c)  # the L2 norms of F.normalize

@@ -155,3 +155,34 @@ def test_buffer_arithmetic_end_to_end(tmp_path, dialect):
     r = check_module(Buffers(), [torch.randn(1, 4, 3, 3)], tmp_path, dialect=dialect)
     kinds = [op.type for op in r.result.ncnn.ops]
     assert kinds.count("BinaryOp") == 2, kinds
+
+
+def test_products_and_gathers_of_constants_fold_up_to_a_mebibyte():
+    """Swin V2's position-bias MLP: a (1, 15, 15, 2) table times a (512, 2) weight is 115,200
+    elements from inputs of at most 1,024 (a 112x growth no broadcast rule would allow), then a
+    gather; all of it folds and matches numpy. A broadcast of that growth still does not fold."""
+    rng = np.random.default_rng(0)
+    table, w1 = rng.standard_normal((1, 15, 15, 2), np.float32), rng.standard_normal((512, 2), np.float32)
+    b1, w2 = rng.standard_normal(512, np.float32), rng.standard_normal((3, 512), np.float32)
+    index = rng.integers(0, 225, 4096)
+    g = _graph("""
+        pnnx.Input x 0 1 x #x=(1,3,64,64)f32
+        pnnx.Attribute table 0 1 table @data=(1,15,15,2)f32 #table=(1,15,15,2)f32
+        pnnx.Attribute w1 0 1 w1 @data=(512,2)f32 #w1=(512,2)f32
+        pnnx.Attribute b1 0 1 b1 @data=(512)f32 #b1=(512)f32
+        pnnx.Attribute w2 0 1 w2 @data=(3,512)f32 #w2=(3,512)f32
+        pnnx.Attribute index 0 1 index @data=(4096)i64 #index=(4096)i64
+        aten.linear.default h 3 1 table w1 b1 h $input=table $weight=w1 $bias=b1 #h=(1,15,15,512)f32
+        aten.relu.default r 1 1 h r $self=h #r=(1,15,15,512)f32
+        aten.linear.default o 2 1 r w2 o $input=r $weight=w2 #o=(1,15,15,3)f32
+        aten.view.default v 1 1 o v size=(-1,3) $self=o #v=(225,3)f32
+        aten.index.Tensor g 2 1 v index g $self=v $indices.0=index #g=(4096,3)f32
+        aten.view.default gv 1 1 g gv size=(64,64,3) $self=g #gv=(64,64,3)f32
+        aten.permute.default p 1 1 gv p dims=(2,0,1) $self=gv #p=(3,64,64)f32
+        aten.add.Tensor y 2 1 x p y alpha=1 $self=x $other=p #y=(1,3,64,64)f32
+        pnnx.Output out 1 0 y
+    """, table=table, w1=w1, b1=b1, w2=w2, index=index)
+    _run(g)
+    want = (np.maximum(table @ w1.T + b1, 0) @ w2.T).reshape(-1, 3)[index].reshape(64, 64, 3).transpose(2, 0, 1)
+    np.testing.assert_allclose(_const(g, "p"), want, rtol=1e-5, atol=1e-5)
+    assert g.find_op("y").type == "aten.add.Tensor"

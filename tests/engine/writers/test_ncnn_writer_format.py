@@ -263,3 +263,19 @@ def test_custom_layer_placeholders_are_written_without_params(tmp_path):
     param, bin_ = b.write(tmp_path)
     assert param.read_text().splitlines()[-1].split() == ["aten_grid_sampler_2d", "gs", "1", "1", "in0", "out0"]
     assert bin_.read_bytes() == b""
+
+
+@pytest.mark.parametrize("value,why", [(1.5, "got 1.5"), ([2, 2], r"got \[2, 2\]"), (None, "got None")])
+def test_a_non_integer_for_an_int_param_is_refused_naming_the_layer(tmp_path, value, why):
+    """An int param (Pooling's kernel_w, id 1) holding a float, a list or None — what a crafted
+    file's arguments could carry through a converter — is a WriteError naming the layer and the
+    param, never a truncated value or a raw TypeError; nothing is written."""
+    from engine.errors import WriteError
+    from tests.engine.writers.ncnn_graphs import NetBuilder
+
+    b = NetBuilder()
+    x = b.input("in0", (3, 8, 8))
+    b.layer("Pooling", [x], name="pool", raw_params={0: 0, 1: value})
+    with pytest.raises(WriteError, match=f"layer 'pool' \\(Pooling\\): Pooling.kernel_w \\(int\\): expected an int, {why}"):
+        b.write(tmp_path)
+    assert list(tmp_path.iterdir()) == []

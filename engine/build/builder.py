@@ -202,6 +202,8 @@ class _Builder:
                 opd = self.g.new_operand(name, dtype=short_dtype(tm.dtype), shape=shape, exact=True)
                 if not all(isinstance(d, int) for d in shape):
                     opd.meta["shape_hint"] = [_hint(s) for s in tm.sizes]
+                elif tm.is_static and not tm.is_contiguous:  # what as_strided would read differs
+                    opd.meta["strides"] = list(tm.strides)
             else:
                 opd = self.g.new_operand(name, exact=True)
                 for table, dtype in ((src.sym_int_values, "i64"), (src.sym_float_values, "f32"),

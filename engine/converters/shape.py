@@ -18,6 +18,7 @@ ATen → pnnx (pnnx's own spellings):
   ``aten.select.int`` → ``Tensor.select`` (``dim``, ``index``);
 * ``aten.channel_shuffle.default`` / ``aten.native_channel_shuffle.default`` →
   ``nn.ChannelShuffle`` (``groups``);
+* ``aten.as_strided.default`` that only re-strides in row-major order (a view) → ``Tensor.reshape``;
 * ``aten.expand.default`` / ``aten.expand_as.default`` that do not change the shape → removed.
 
 pnnx → ncnn: every reshape-like op becomes nothing (same ncnn shape), ``Flatten`` (to 1-D) or
@@ -32,6 +33,7 @@ The helpers :func:`reshape_to` and :func:`intermediate` are shared by the other 
 from __future__ import annotations
 
 import itertools
+import math
 import logging
 from typing import Sequence
 
@@ -42,6 +44,7 @@ from ..convert.registry import Priority, aten_converter, ncnn_rule
 from ..convert.shapes import batch_dim, ncnn_axis, ncnn_shape, normalize_dim, set_batch_dim
 from ..ir import Dim, Operand
 from ..ncnn.enums import PoolingType, PoolPadMode, ReshapeDim
+from ..reader.schema import is_contiguous
 from ._expression import Arg, Call, ExpressionError, format_literal
 from ._expression import parse as parse_expression
 
@@ -199,6 +202,27 @@ def view(ctx, op):
 @aten_converter("aten.reshape.default")
 def reshape(ctx, op):
     return _emit_reshape(ctx, op, "shape")
+
+
+def _check_as_strided(op, ctx):
+    x = op.inputs[0]
+    size, stride = op.params.get("size"), op.params.get("stride")
+    offset = op.params.get("storage_offset") or 0
+    if not is_static(x.shape) or not all(isinstance(v, int) for v in (*(size or []), *(stride or []))):
+        return "unsupported: as_strided with dynamic sizes or strides"
+    if offset or "strides" in x.meta or math.prod(size) != math.prod(x.shape) \
+            or not is_contiguous(size, stride):
+        return (f"unsupported: as_strided(size={list(size)}, stride={list(stride)}, storage_offset={offset}) of "
+                f"{x.name} {x.shape} reorders, skips or repeats elements (only a re-striding that is a plain "
+                "view converts)")
+    return None
+
+
+@aten_converter("aten.as_strided.default", "aten.as_strided_copy.default", validator=_check_as_strided)
+def as_strided(ctx, op):
+    """A re-striding that is a view in row-major order (core ATen's ``(1, C, 1, 1)`` mean restrided
+    channels-last by ConvNeXt's pooling) → ``Tensor.reshape``."""
+    return ctx.emit("Tensor.reshape", [op.inputs[0]], params={"shape": list(op.params["size"])})
 
 
 @aten_converter("aten.unflatten.int")

@@ -230,6 +230,17 @@ class NamedArgument:
 
 
 # --------------------------------------------------------------------------- tensors
+def is_contiguous(sizes, strides) -> bool:
+    """Whether elements of ``sizes`` laid out with ``strides`` sit in row-major order with no
+    gaps (the strides of size-1 dims do not matter, as in PyTorch)."""
+    expected = 1
+    for size, stride in zip(reversed(tuple(sizes)), reversed(tuple(strides))):
+        if size != 1 and stride != expected:
+            return False
+        expected *= size
+    return True
+
+
 @dataclass
 class TensorMeta:
     """Dtype, shape, strides and offset (in elements) of a tensor value or payload."""
@@ -245,6 +256,11 @@ class TensorMeta:
     @property
     def is_static(self) -> bool:
         return all(isinstance(s, int) for s in (*self.sizes, *self.strides, self.storage_offset))
+
+    @property
+    def is_contiguous(self) -> bool:
+        """Row-major without gaps (:func:`is_contiguous`); False when a size or stride is symbolic."""
+        return self.is_static and is_contiguous(self.sizes, self.strides)
 
     def shape_str(self) -> str:
         return "[" + ", ".join(str(s) for s in self.sizes) + "]"

@@ -277,3 +277,34 @@ def test_cat_along_batch_axis_is_refused(tmp_path):
     result = convert(str(pt2))
     assert not result.ok
     assert any("batch axis" in d.reason for d in result.errors), [str(d) for d in result.errors]
+
+
+class ChannelsLastPoolHead(nn.Module):
+    """ConvNeXt's head: a LayerNorm between permutes, then a global average pool. Core ATen's
+    pooling decomposition re-strides the (1, C, 1, 1) mean channels-last with aten.as_strided."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv, self.norm, self.fc = nn.Conv2d(3, 8, 3), nn.LayerNorm(8), nn.Linear(8, 4)
+
+    def forward(self, x):
+        y = self.norm(self.conv(x).permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+        return self.fc(nn.functional.adaptive_avg_pool2d(y, 1).flatten(1))
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_as_strided_that_is_a_view(tmp_path, dialect):
+    check_module(ChannelsLastPoolHead(), [torch.randn(1, 3, 8, 8)], tmp_path, dialect=dialect)
+
+
+@pytest.mark.parametrize("size,stride", [((1, 4, 2), (8, 1, 4)), ((1, 2, 2), (8, 4, 2))],
+                         ids=["transposing", "skipping"])
+def test_as_strided_that_moves_elements_is_refused(tmp_path, size, stride):
+    from engine.convert import convert
+    from tests.harness import export_pt2
+
+    pt2 = export_pt2(Fn(lambda x: torch.as_strided(x * 2, size, stride) + 1), [torch.randn(1, 2, 4)], tmp_path / "m.pt2")
+    result = convert(str(pt2))
+    assert not result.ok
+    reasons = [d.reason for d in result.errors]
+    assert any("as_strided(size=" in r and "only a re-striding that is a plain view converts" in r for r in reasons), reasons

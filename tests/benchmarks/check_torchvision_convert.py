@@ -11,7 +11,8 @@ input (299 for Inception-v3), optionally ``run_decompositions()``, converted in-
 fp32 weights, then run by the ncnn runtime with exact options (fp32, no packing, one thread).
 Match = relative error (max |ncnn − PyTorch| / max |PyTorch|) ≤ 1e-3. Models whose export fails
 are listed as such (torch's problem, not ours). Writes
-``tests/benchmarks/results/torchvision_convert[_core].md``.
+``tests/benchmarks/results/torchvision_convert[_core].md`` and ``.json``; a run with ``--models``
+replaces those models' rows of the last run and keeps the others.
 """
 from __future__ import annotations
 
@@ -120,10 +121,15 @@ def main() -> int:
                 f.unlink()
             rows.append(rec)
             print(f"[{k}/{len(names)} {time.time() - t0:.0f}s] {_row(rec)}", flush=True)
-    exported = [r for r in rows if r["status"] != "export failed"]
-    matched = [r for r in exported if r["status"] == "match"]
     suffix = "" if args.dialect == "training" else "_core"
     out = RESULTS / f"torchvision_convert{suffix}.md"
+    store = out.with_suffix(".json")
+    if args.models and store.exists():  # a subset re-run updates its rows of the last full run
+        fresh = {r["model"]: r for r in rows}
+        rows = [fresh.pop(r["model"], r) for r in json.loads(store.read_text())] + list(fresh.values())
+    store.write_text(json.dumps(rows, indent=1) + "\n")
+    exported = [r for r in rows if r["status"] != "export failed"]
+    matched = [r for r in exported if r["status"] == "match"]
     import torch
 
     text = [f"# Every torchvision classification model through pt2ncnn ({args.dialect} dialect)", "",

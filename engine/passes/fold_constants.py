@@ -493,14 +493,26 @@ class _Folder:
     def force(self, op: Operator, seen: set[int]) -> bool:
         """Fold ``op`` and the constant computation feeding it whatever the sizes (for values
         ncnn cannot compute at run time: masks, indices). False when something is not constant."""
-        if id(op) in seen:
-            return False
-        seen.add(id(op))
-        for i in op.inputs:
-            p = i.producer
-            if not self.is_const(i) and (p is None or not is_aten(p) or not self.force(p, seen)):
-                return False
-        return self.try_fold(op, force=True)
+        # depth-first without recursion (a chain back through a 32-layer ViT is thousands deep):
+        # every producer is listed before what reads it, then folded in that order
+        order, stack = [], [(op, False)]
+        while stack:
+            cur, done = stack.pop()
+            if done:
+                order.append(cur)
+                continue
+            if id(cur) in seen:
+                continue
+            seen.add(id(cur))
+            stack.append((cur, True))
+            for i in cur.inputs:
+                if self.is_const(i):
+                    continue
+                p = i.producer
+                if p is None or not is_aten(p):
+                    return False
+                stack.append((p, False))
+        return all(self.try_fold(cur, force=True) for cur in order)
 
     def shape_arguments(self, op: Operator) -> dict[int, np.ndarray] | None:
         """Stand-ins (zeros of the right shape) for the arguments of ``op`` that only give their

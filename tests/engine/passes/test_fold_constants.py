@@ -186,3 +186,23 @@ def test_products_and_gathers_of_constants_fold_up_to_a_mebibyte():
     want = (np.maximum(table @ w1.T + b1, 0) @ w2.T).reshape(-1, 3)[index].reshape(64, 64, 3).transpose(2, 0, 1)
     np.testing.assert_allclose(_const(g, "p"), want, rtol=1e-5, atol=1e-5)
     assert g.find_op("y").type == "aten.add.Tensor"
+
+
+def test_an_integer_value_deep_in_a_long_chain_does_not_exhaust_the_stack():
+    """Integer and bool values fold whatever their size, so the pass walks back from them to see
+    whether everything they depend on is constant. In core ATen ViT-H/14 that walk went through
+    thousands of ops and recursed past Python's limit (RecursionError); it is iterative now."""
+    lines = ["pnnx.Input x 0 1 x #x=(1,4)f32",
+             "pnnx.Attribute c 0 1 c @data=(1,4)f32 #c=(1,4)f32"]
+    prev = "x"
+    for k in range(3000):
+        lines.append(f"aten.relu.default r{k} 1 1 {prev} r{k} $self={prev} #r{k}=(1,4)f32")
+        prev = f"r{k}"
+    lines += [f"aten._to_copy.default i 1 1 {prev} i dtype=4 $self={prev} #i=(1,4)i64",
+              "aten._to_copy.default ci 1 1 c ci dtype=4 $self=c #ci=(1,4)i64",
+              "aten.add.Tensor y 2 1 i ci y alpha=1 $self=i $other=ci #y=(1,4)i64",
+              "pnnx.Output out 1 0 y"]
+    g = _graph("\n".join(lines), c=np.full((1, 4), 2.5, np.float32))
+    _run(g)
+    assert g.find_op("i").type == "aten._to_copy.default"  # depends on the input: not constant
+    assert _const(g, "ci").tolist() == [[2, 2, 2, 2]] and _const(g, "ci").dtype == np.int64

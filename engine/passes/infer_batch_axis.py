@@ -182,6 +182,24 @@ def infer(graph: Graph) -> None:
     _Inference(graph).run()
 
 
+def _batch_warnings(graph: Graph, cx) -> None:
+    """A warning for each model input exported with a static batch larger than 1: the ncnn
+    model has no batch axis and runs one sample at a time."""
+    diagnostics = getattr(cx, "diagnostics", None)
+    if diagnostics is None:
+        return
+    from ..diagnostics import Diagnostic
+
+    for op in graph.ops_of_type("pnnx.Input"):
+        for o in op.outputs:
+            if _bd(o) == 0 and isinstance(o.shape[0], int) and o.shape[0] > 1:
+                sample = "×".join(str(d) for d in o.shape[1:])
+                diagnostics.add(Diagnostic.for_operator(
+                    op, f"exported with a batch of {o.shape[0]}: the ncnn model has no batch axis and takes one "
+                        f"{sample} sample at a time", severity="warning", stage="infer_batch_axis"))
+
+
 @graph_pass("infer_batch_axis", "mark where the batch axis is in every operand (dropped in ncnn)")
 def run(graph, cx):
     infer(graph)
+    _batch_warnings(graph, cx)

@@ -64,3 +64,28 @@ def test_legacy_flags_still_read():
     assert batch_dim(x) == 0  # never annotated: rank >= 2 is batched at dim 0
     x.meta["batch"] = False
     assert batch_dim(x) is None and ncnn_shape(x) == [1, 5, 7]
+
+
+def test_an_input_exported_with_a_batch_larger_than_one_gets_a_warning(tmp_path):
+    """ncnn has no batch axis: a model exported on a batch of 4 converts to a one-sample model
+    (which matches PyTorch sample by sample), and the user is told so once per input."""
+    import numpy as np
+    import torch
+    from torch import nn
+
+    from engine.convert import ConvertOptions, convert
+    from tests.harness import export_pt2
+    from tests.ncnn_runtime import run
+
+    model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 5)).eval()
+    x = torch.randn(4, 3, 16, 16)
+    result = convert(str(export_pt2(model, [x], tmp_path / "m.pt2")), ConvertOptions(fp16=False))
+    warnings = [d for d in result.diagnostics if d.severity == "warning"]
+    assert result.ok and len(warnings) == 1
+    assert "exported with a batch of 4" in warnings[0].reason and "one 3×16×16 sample" in warnings[0].reason
+    param, bin_ = tmp_path / "m.ncnn.param", tmp_path / "m.ncnn.bin"
+    result.write(param, bin_)
+    (y,) = run(param, bin_, {"in0": x[2].numpy()}, ["out0"])
+    np.testing.assert_allclose(np.asarray(y), model(x)[2].detach().numpy(), rtol=1e-4, atol=1e-5)
+    batch1 = convert(str(export_pt2(model, [x[:1]], tmp_path / "one.pt2")))
+    assert not [d for d in batch1.diagnostics if d.severity == "warning"]

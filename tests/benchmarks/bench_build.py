@@ -20,21 +20,10 @@ sys.path.insert(0, str(ROOT))
 
 def main() -> int:
     import torch
-    from torch import nn
 
     import engine
     from engine.build import build_graph
-
-    class Deep(nn.Module):
-        def __init__(self, blocks: int):
-            super().__init__()
-            self.blocks = nn.ModuleList(nn.Sequential(nn.Conv2d(8, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU())
-                                        for _ in range(blocks))
-
-        def forward(self, x):
-            for b in self.blocks:
-                x = x + b(x) * 0.5
-            return x
+    from tests.engine.build.models import Deep
 
     path = Path(tempfile.mkdtemp()) / "deep.pt2"
     torch.export.save(torch.export.export(Deep(300).eval(), (torch.randn(1, 8, 4, 4),)), str(path))

@@ -11,6 +11,7 @@ from torch.export import Dim
 
 from engine.build import build_graph
 from engine.ir import Graph
+from tests.engine.build.models import Deep
 
 DIALECTS = ("training", "core")
 
@@ -262,18 +263,6 @@ def test_higher_order_op_is_kept_and_marked(export):
     assert set(cond.meta["subgraphs"]) == {"arg1", "arg2"}
     assert cond.params == {"arg1": "true_graph_0", "arg2": "false_graph_0"}
     assert cond.input_names == ["arg0", "arg3.0"]
-
-
-class Deep(nn.Module):
-    def __init__(self, blocks: int):
-        super().__init__()
-        self.blocks = nn.ModuleList(nn.Sequential(nn.Conv2d(8, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU())
-                                    for _ in range(blocks))
-
-    def forward(self, x):
-        for b in self.blocks:
-            x = x + b(x) * 0.5
-        return x
 
 
 def test_large_graph_builds_and_lints(export):

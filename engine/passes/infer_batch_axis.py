@@ -33,6 +33,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..convert.shapes import set_batch_dim
+from ..diagnostics import Diagnostic
 from ..ir import Dim, Graph, Operand, Operator
 from .manager import graph_pass
 
@@ -188,8 +189,6 @@ def _batch_warnings(graph: Graph, cx) -> None:
     diagnostics = getattr(cx, "diagnostics", None)
     if diagnostics is None:
         return
-    from ..diagnostics import Diagnostic
-
     for op in graph.ops_of_type("pnnx.Input"):
         for o in op.outputs:
             if _bd(o) == 0 and isinstance(o.shape[0], int) and o.shape[0] > 1:

@@ -308,7 +308,8 @@ def _unread_branches(graph: Graph, depth: int = 4) -> list[Operand]:
     unread, seen = [], set()
     frontier = [op for op in graph.ops if op.type in _SOFTMAX]
     for _ in range(depth):
-        frontier = [c for op in frontier for o in op.outputs for c in o.consumers if id(c) not in seen]
+        frontier = list({id(c): c for op in frontier for o in op.outputs for c in o.consumers
+                         if id(c) not in seen}.values())
         seen.update(id(c) for c in frontier)
         unread += [o for op in frontier for o in op.outputs if not o.consumers]
     return unread

@@ -12,3 +12,13 @@ The package talks to the engine only through its public API. Layout:
 from . import compat as _compat
 
 _compat.apply()
+
+
+def app_version() -> str:
+    """The installed pt2ncnn's version ("unknown" when run from a tree that is not installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("pt2ncnn")
+    except PackageNotFoundError:
+        return "unknown"

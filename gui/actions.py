@@ -2,38 +2,36 @@
 
 :func:`build_actions` creates every ``QAction`` (each with a shortcut and a status tip), puts
 them in the menus and the toolbar, and returns them as an :class:`Actions` object the window
-enables and disables. Shortcuts (also listed by Help ▸ Keyboard shortcuts):
-
-=====================  ===========================================
-Ctrl+O                 open a .pt2
-Ctrl+R / Ctrl+Shift+R  convert / convert with options
-Ctrl+E                 export ncnn files
-Ctrl+.                 stop what is running
-Ctrl+F, F3, Shift+F3   search, next / previous result
-Ctrl+1 / Ctrl+2        show the pnnx / the ncnn graph on the right
-Ctrl+[ / Ctrl+]        previous / next pass
-Ctrl+H                 hide / show parameters
-Ctrl+0, Ctrl++, Ctrl+- fit both graphs, zoom in / out
-F6                     move the keyboard focus to the other graph
-In a graph             arrows walk the graph, F fit, Enter centre, Esc clear
-=====================  ===========================================
+enables and disables. Help ▸ Keyboard Shortcuts (F1) lists every window action that has a
+shortcut — read from the actions themselves, so the list cannot go stale — and the keys of a
+graph view (:data:`GRAPH_KEYS`).
 """
 from __future__ import annotations
 
+import html
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence
-from PySide6.QtWidgets import QMenu, QMessageBox, QStyle, QToolBar
+from PySide6.QtWidgets import QMenu, QMessageBox, QStyle, QToolBar, QWidget
 
 from . import document, icons
 
 if TYPE_CHECKING:  # pragma: no cover
     from .main_window import MainWindow
 
-SHORTCUTS_HELP = __doc__.split("=====================  ===========================================")[2]
+#: keys handled by a graph view itself (gui.graph.view.GraphView.keyPressEvent)
+GRAPH_KEYS = (
+    ("arrows", "walk the graph: Up a producer, Down a consumer, Left / Right the neighbour"),
+    ("Home / End", "first / last node"),
+    ("Enter", "centre on the selection"),
+    ("Esc", "clear the selection"),
+    ("+ / −", "zoom in / out"),
+    ("F or 0", "fit the graph"),
+    ("1", "actual size"),
+)
 
 
 @dataclass
@@ -168,8 +166,9 @@ def build_actions(win: "MainWindow") -> Actions:
         A.themes[key] = a
 
     m = mb.addMenu("&Help")
-    m.addAction("&Keyboard Shortcuts", lambda: _show_shortcuts(win), K("F1"))
-    m.addAction("&About", win.about)
+    m.addAction(_action(win, "&Keyboard Shortcuts", lambda: show_shortcuts(win), K(K.StandardKey.HelpContents),
+                        "List the keyboard shortcuts"))
+    m.addAction(_action(win, "&About", win.about, tip="Version and what this is"))
 
     tb = QToolBar("Main")
     tb.setObjectName("mainToolbar")
@@ -223,10 +222,23 @@ def _open_recent(win: "MainWindow", path: str) -> None:
     win.open_file(path)
 
 
-def _show_shortcuts(win: "MainWindow") -> None:
+def shortcut_rows(win: "MainWindow") -> list[tuple[str, str]]:
+    """(keys, what they do) for every action of the window with a shortcut, in menu order, then
+    the graph view's own keys."""
+    rows = []
+    for a in QWidget.actions(win):  # the QWidget method: MainWindow.actions is the Actions set
+        keys = " / ".join(s.toString(QKeySequence.SequenceFormat.NativeText) for s in a.shortcuts())
+        if keys:
+            rows.append((keys, a.text().replace("&", "").rstrip("…")))
+    return rows + [(f"In a graph: {k}", v) for k, v in GRAPH_KEYS]
+
+
+def show_shortcuts(win: "MainWindow") -> QMessageBox:
     box = QMessageBox(win)
+    box.setObjectName("shortcutsDialog")
     box.setWindowTitle("Keyboard shortcuts")
-    rows = [line.split("  ", 1) for line in SHORTCUTS_HELP.strip().splitlines() if line.strip()]
-    table = "".join(f"<tr><td><b>{k.strip()}</b></td><td>&nbsp;&nbsp;{v.strip()}</td></tr>" for k, v in rows)
+    table = "".join(f"<tr><td><b>{html.escape(k)}</b></td><td>&nbsp;&nbsp;{html.escape(v)}</td></tr>"
+                    for k, v in shortcut_rows(win))
     box.setText(f"<table>{table}</table>")
     box.open()
+    return box

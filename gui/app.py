@@ -116,7 +116,20 @@ def main(argv: list[str] | None = None) -> int:
     win.open_file(_initial_model(settings, args.model))
     code = app.exec()
     reporter.uninstall_hooks()
+    leave(code)  # the window saved its state: skip the interpreter's teardown (seconds with torch loaded)
     return code
+
+
+def leave(code: int) -> None:
+    """End the process now: flush what is buffered, then ``os._exit`` — no module teardown and
+    no garbage collection of the whole heap, which take seconds once torch was imported (Verify)."""
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):  # a closed or missing stream
+            pass
+    os._exit(code)
 
 
 def screenshot(win, args: argparse.Namespace) -> int:

@@ -19,9 +19,10 @@ import engine
 from engine.build import build_graph
 from engine.convert import ConversionResult, ConvertOptions, convert
 from engine.diagnostics import Diagnostic
+from engine.errors import PT2Error
 from engine.ir import Graph
 
-from .graph.model import DisplayGraph, display_graph
+from .graph.model import INPUT, OP, OUTPUT, PARAM, DisplayGraph, display_graph, kind_of_type, node_kind
 from .provenance import ProvenanceIndex
 
 log = logging.getLogger(__name__)
@@ -50,10 +51,20 @@ class Conversion:
     provenance: dict[str, ProvenanceIndex]  #: "pnnx" / "ncnn" → index against the ATen graph
     seconds: float
     snapshots: dict[int, Graph] = field(default_factory=dict)  #: parsed pass snapshots (cache)
+    #: stored tensors that cannot be read (a CRC mismatch...): found before "ready to export"
+    weight_problems: list[Diagnostic] = field(default_factory=list)
+    #: per pass record: what its snapshot holds (see :func:`snapshot_counts`)
+    pass_counts: list["NodeCounts"] = field(default_factory=list)
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
-        return self.result.diagnostics
+        """The conversion's diagnostics and the weights that cannot be read."""
+        return self.result.diagnostics + self.weight_problems
+
+    @property
+    def exportable(self) -> bool:
+        """Every operator converted and every weight the model uses readable."""
+        return self.result.ok and not any(d.severity == "error" for d in self.weight_problems)
 
     def graph(self, key: str) -> Graph | None:
         return {"aten": self.result.aten, "pnnx": self.result.pnnx, "ncnn": self.result.ncnn}.get(key)
@@ -132,12 +143,63 @@ def problems_by_operator(diagnostics: list[Diagnostic]) -> dict[str, str]:
     return {d.operator: d.reason for d in diagnostics if d.severity == "error" and d.operator}
 
 
+def check_weights(ctx, doc: Document) -> list[Diagnostic]:
+    """Read every stored tensor of the program once (the reader checks each payload's CRC on
+    first read): one diagnostic per tensor that cannot be read — an error when the model uses
+    it (exporting would fail), a warning when nothing reads it."""
+    used = {str(op.params.get("target")) for op in doc.aten.ops
+            if node_kind(op) == PARAM and any(o.consumers for o in op.outputs)}
+    entries = [e for e in doc.program.tensors.entries() if e.readable]
+    out: list[Diagnostic] = []
+    for k, e in enumerate(entries):
+        ctx.check()
+        ctx.progress(k, len(entries), f"checking weights ({k:,} of {len(entries):,})")
+        try:
+            doc.program.tensor(e.fqn)
+        except PT2Error as err:
+            needed = e.fqn in used
+            reason = str(err) + ("" if needed else " (no operator reads it)")
+            out.append(Diagnostic(node=e.graph_name or e.fqn, op=f"weight {e.fqn}", reason=reason,
+                                  severity="error" if needed else "warning", stage="read_weights"))
+    return out
+
+
+@dataclass(frozen=True)
+class NodeCounts:
+    """Nodes of a graph by kind, counted as the graph views count them: ``ops`` are operators
+    (not inputs, outputs or weights)."""
+
+    ops: int
+    io: int
+    weights: int
+
+    @property
+    def nodes(self) -> int:
+        return self.ops + self.io + self.weights
+
+    def describe(self) -> str:
+        return (f"{self.nodes:,} graph nodes: {self.ops:,} operators, {self.io:,} inputs/outputs, "
+                f"{self.weights:,} weights")
+
+
+def snapshot_counts(snapshot: str) -> NodeCounts:
+    """:class:`NodeCounts` of a pass snapshot (its text form: one operator per line after two
+    header lines, the type first) without parsing it into a graph."""
+    counts = {OP: 0, INPUT: 0, OUTPUT: 0, PARAM: 0}
+    for line in snapshot.splitlines()[2:]:
+        if line:
+            counts[kind_of_type(line.split(" ", 1)[0])] += 1
+    return NodeCounts(counts[OP], counts[INPUT] + counts[OUTPUT], counts[PARAM])
+
+
 def convert_document(ctx, doc: Document, options: ConvertOptions) -> Conversion:
-    """Run the converter on the document's program (worker thread)."""
+    """Run the converter on the document's program, then read its weights (worker thread)."""
     t0 = time.perf_counter()
     result = convert(doc.program, options, progress=ctx.progress, cancel=ctx)
     ctx.check()
-    diags = result.diagnostics
+    weights = check_weights(ctx, doc)
+    counts = [snapshot_counts(r.snapshot) for r in result.records]
+    diags = result.diagnostics + weights
     by_node, by_op = problems_by_node(diags), problems_by_operator(diags)
     aten_disp = display_graph(result.aten, "aten", by_node)
     displays: dict[str, DisplayGraph] = {}
@@ -147,7 +209,27 @@ def convert_document(ctx, doc: Document, options: ConvertOptions) -> Conversion:
             continue
         displays[key] = display_graph(g, key, by_op)
         prov[key] = ProvenanceIndex(result.aten, g)
-    return Conversion(result, options, aten_disp, displays, prov, time.perf_counter() - t0)
+    return Conversion(result, options, aten_disp, displays, prov, time.perf_counter() - t0, weight_problems=weights,
+                      pass_counts=counts)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
+def conversion_status(conv: Conversion) -> str:
+    """The status bar's line after a conversion: whether it can be exported, and why not."""
+    r = conv.result
+    if r.errors:
+        return f"Converted with {_plural(len(r.errors), 'unsupported operator')}: {r.layer_count} layers — see Problems"
+    head = f"Converted: {r.layer_count} ncnn layers in {conv.seconds:.2f} s"
+    unreadable = [d for d in conv.weight_problems if d.severity == "error"]
+    if unreadable:
+        names = ", ".join(d.op.removeprefix("weight ") for d in unreadable[:3]) + ("…" if len(unreadable) > 3 else "")
+        return (f"{head}, but {_plural(len(unreadable), 'weight')} cannot be read ({names}) — export would fail; "
+                "see Problems")
+    warnings = sum(1 for d in conv.diagnostics if d.severity == "warning")
+    return f"{head} — ready to export (Ctrl+E)" + (f"; {_plural(warnings, 'warning')}, see Problems" if warnings else "")
 
 
 @dataclass

@@ -16,16 +16,18 @@ from pathlib import Path
 
 from PySide6.QtCore import QEvent, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent, QIcon
-from PySide6.QtWidgets import (QDockWidget, QFileDialog, QLabel, QMainWindow, QMessageBox, QProgressBar, QSplitter,
-                               QToolButton, QWidget)
+from PySide6.QtWidgets import QDockWidget, QFileDialog, QMainWindow, QMessageBox, QSplitter, QWidget
 
 from engine.convert import ConvertOptions
 
-from . import theme
+from . import app_version, theme
 from .actions import build_actions
 from .convert_dialog import ConvertDialog
-from .document import Conversion, Document, PassView, convert_document, open_document, pass_snapshot
+from .document import (Conversion, Document, PassView, conversion_status, convert_document, open_document,
+                       pass_snapshot)
 from .errors import ErrorReporter
+from .export_flow import ExportFlow, export_paths
+from .export_flow import write_files as _write_files  # noqa: F401  (kept importable from here)
 from .gcpause import install_collector
 from .graph.panel import GraphPanel
 from .panels.inspector import InspectorContext, InspectorPanel
@@ -37,6 +39,8 @@ from .panels.tensors import TensorRow, TensorsPanel
 from .panels.verify_panel import VerifyPanel
 from .panels.weights import WeightViewer, load_weight
 from .settings import Settings
+from .shortcut_guard import ShortcutGuard
+from .statusbar import StatusArea
 from .sync import ATEN, RIGHT, SelectionSync
 from .verify_controller import VerifyController
 from .workers import TaskRunner
@@ -48,25 +52,8 @@ STATE_VERSION = 3
 ICON = Path(__file__).resolve().parent.parent / "resources" / "icons" / "pt2ncnn-studio.svg"
 STYLE = Path(__file__).resolve().parent.parent / "resources" / "styles" / "studio.qss"
 RIGHT_MODES = (("pnnx", "pnnx graph"), ("ncnn", "ncnn graph"), ("pass", "after pass …"))
-
-
-def export_paths(param_path: str) -> tuple[str, str, str, str]:
-    """``dir/name.ncnn.param`` → the four files written next to each other."""
-    p = os.fspath(param_path)
-    for suffix in (".ncnn.param", ".param", ".ncnn.bin", ".bin"):
-        if p.endswith(suffix):
-            p = p[: -len(suffix)]
-            break
-    return f"{p}.ncnn.param", f"{p}.ncnn.bin", f"{p}.pnnx.param", f"{p}.pnnx.bin"
-
-
-def _write_files(ctx, result, paths: tuple[str, str, str, str], pnnx: bool, partial: bool) -> list[str]:
-    ncnn_param, ncnn_bin, pnnx_param, pnnx_bin = paths
-    ctx.progress(0, 1, "writing files")
-    # all files or none; a cancel (Stop, closing the window) stops the write and replaces nothing
-    written = result.write(ncnn_param, ncnn_bin, pnnx_param if pnnx else None, pnnx_bin if pnnx else None,
-                           partial=partial, cancel=ctx)
-    return [str(w) for w in written]
+NOT_CONVERTED = "Not converted yet — Model ▸ Convert (Ctrl+R)"
+__all__ = ["MainWindow", "export_paths"]
 
 
 class MainWindow(QMainWindow):
@@ -118,6 +105,7 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(split)
         self.sync = SelectionSync(self.aten_panel, self.right_panel, self)
         self.sync.nodeChosen.connect(self._show_in_inspector)
+        self.sync.selectionCleared.connect(self._clear_inspector)
         for p in (self.aten_panel, self.right_panel):
             p.view.installEventFilter(self)
 
@@ -138,28 +126,15 @@ class MainWindow(QMainWindow):
         self.docks: dict[str, QDockWidget] = {}
         self._build_docks()
 
-        self.status_label = QLabel("")
-        self.summary_label = QLabel("")
-        self.summary_label.setObjectName("summaryLabel")
-        self.progress = QProgressBar()
-        self.progress.setMaximumWidth(220)
-        self.progress.setMaximumHeight(16)
-        self.progress.setTextVisible(True)
-        self.progress.setVisible(False)
-        self.cancel_btn = QToolButton()
-        self.cancel_btn.setText("Stop")
-        self.cancel_btn.setToolTip("Stop what is running (Ctrl+.)")
-        self.cancel_btn.setVisible(False)
-        self.cancel_btn.clicked.connect(self.cancel_tasks)
-        sb = self.statusBar()
-        sb.addWidget(self.status_label, 1)
-        sb.addPermanentWidget(self.summary_label)
-        sb.addPermanentWidget(self.progress)
-        sb.addPermanentWidget(self.cancel_btn)
-        self.runner.busyChanged.connect(self._on_busy)
-        self.runner.taskStarted.connect(self._on_task_started)
-
+        self.exporter = ExportFlow(self)
         self.actions = build_actions(self)
+        self.status_area = StatusArea(self.statusBar(), self.runner, self.actions.stop)
+        self.status_label = self.status_area.message
+        self.summary_label = self.status_area.summary
+        self.progress = self.status_area.bar
+        self.progress_label = self.status_area.task
+        self.cancel_btn = self.status_area.stop
+        self.shortcut_guard = ShortcutGuard(self)
         self.verifier = VerifyController(self, self.verify_panel)
         self._update_enabled()
         self.resize(1480, 920)
@@ -259,7 +234,7 @@ class MainWindow(QMainWindow):
         self.aten_panel.show_graph(doc.aten_display)
         self.right_panel.set_mode_enabled("pass", False)
         self.right_panel.set_mode(self.right_key)
-        self.right_panel.show_graph(None, message="Not converted yet — Model ▸ Convert (Ctrl+R)")
+        self.right_panel.show_graph(None, message=NOT_CONVERTED)
         self.sync.set_index(None)
         self.inspector.show_message("Select a node to see its details.")
         self.tensors.set_program(doc.program)
@@ -303,13 +278,16 @@ class MainWindow(QMainWindow):
         opts = options or self.convert_options()
         doc = self.doc
         self.status(f"Converting {doc.name}…")
+        if doc.conversion is None:
+            self.right_panel.show_graph(None, message=f"Converting {doc.name}…")
         return self.runner.submit("Conversion", convert_document, doc, opts, group="convert",
                                   on_result=lambda conv, d=doc: self._on_converted(d, conv),
                                   on_error=lambda e: self._on_convert_failed(doc))
 
     def _on_convert_failed(self, doc: Document) -> None:
         if doc is self.doc:
-            self.right_panel.show_graph(None, message="Conversion failed — see the message")
+            if doc.conversion is None:
+                self.right_panel.show_graph(None, message="Conversion failed — see the message")
             self.status("Conversion failed")
 
     def _on_converted(self, doc: Document, conv: Conversion) -> None:
@@ -321,19 +299,22 @@ class MainWindow(QMainWindow):
         self.aten_panel.update_graph(conv.aten_display)
         self.right_panel.set_mode_enabled("pass", True)
         self.show_right(self.right_key)
-        self.passes.set_records(r.records)
-        self.problems.set_diagnostics(r.diagnostics)
-        n_err = len(r.errors)
-        if r.ok:
-            self.status(f"Converted: {r.layer_count} ncnn layers in {conv.seconds:.2f} s — ready to export (Ctrl+E)")
+        self.passes.set_records(r.records, conv.pass_counts)
+        self.problems.set_diagnostics(conv.diagnostics)
+        self.status(conversion_status(conv))
+        if conv.exportable and not conv.diagnostics:
             if self.docks["problems"].isVisible() and not self.docks["problems"].visibleRegion().isEmpty():
                 self.docks["passes"].raise_()  # nothing to fix: show what the conversion did
-        else:
-            self.status(f"Converted with {n_err} unsupported operator{'s' if n_err != 1 else ''}: "
-                        f"{r.layer_count} layers — see Problems")
+        elif not conv.exportable:
             self.docks["problems"].raise_()
+        self._refresh_inspector()
         self._update_enabled()
         self.conversionChanged.emit()
+
+    def diagnostics(self) -> list:
+        """What Problems lists: the conversion's diagnostics and unreadable weights."""
+        conv = self.doc.conversion if self.doc else None
+        return conv.diagnostics if conv is not None else []
 
     # ------------------------------------------------------------------ right view
     def show_right(self, key: str) -> None:
@@ -353,6 +334,7 @@ class MainWindow(QMainWindow):
         self.pass_view = None
         self.right_panel.set_mode(key)
         self.right_panel.title.setText("")
+        self._forget_right_node()
         if conv is None:
             return
         disp = conv.displays.get(key)
@@ -395,6 +377,27 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------------ inspector, tensors
     def _right_graph_key(self) -> str:
         return "snapshot" if self.pass_view is not None else self.right_key
+
+    def _clear_inspector(self) -> None:
+        self.inspector.show_message("Select a node to see its details.")
+
+    def _forget_right_node(self) -> None:
+        """The right view shows another graph: its node leaves the inspector."""
+        cur = self.inspector.current
+        if cur is not None and cur[0] != "aten":
+            self._clear_inspector()
+
+    def _refresh_inspector(self) -> None:
+        """Show the inspected node again with the current data (a new conversion, a theme)."""
+        cur = self.inspector.current
+        if cur is None:
+            return
+        side = ATEN if cur[0] == "aten" else RIGHT
+        panel = self.aten_panel if side == ATEN else self.right_panel
+        if panel.graph is not None and panel.graph.node(cur[1]) is not None:
+            self._show_in_inspector(side, cur[1])
+        else:
+            self._clear_inspector()
 
     def _show_in_inspector(self, side: str, name: str) -> None:
         panel = self.aten_panel if side == ATEN else self.right_panel
@@ -439,6 +442,8 @@ class MainWindow(QMainWindow):
     def _on_tensor_selected(self, row: TensorRow) -> None:
         if self.doc is None:
             return
+        if not self._quiet_tensor:
+            self._select_tensor_node(row)
         if not row.stored:
             why = f": {row.reason}" if row.reason else " (no stored data)"
             self.weights.clear(f"{row.name} — {row.kind}{why}")
@@ -448,11 +453,37 @@ class MainWindow(QMainWindow):
         if not self._quiet_tensor:
             self.docks["weights"].raise_()
         self.runner.submit(f"Reading {row.name}", load_weight, self.doc.program, row.name, group="weight",
-                           on_result=self._on_weight)
+                           on_result=self._on_weight, report_errors=False,
+                           on_error=lambda e, name=row.name: self._on_weight_failed(name, e))
 
     def _on_weight(self, data) -> None:
         if data.name == self.weight_name:
             self.weights.show_data(data)
+
+    def _on_weight_failed(self, name: str, error: BaseException) -> None:
+        from .errors import describe
+
+        if name == self.weight_name:
+            self.weights.clear(f"{name} — cannot be read: {describe(error)[0]}")
+
+    def _select_tensor_node(self, row: TensorRow) -> None:
+        """A tensor row picked in Tensors: select the graph node that holds it (the weight, the
+        input or the output node), without raising anything."""
+        g = self.aten_panel.graph
+        if g is None:
+            return
+        if row.kind in ("input", "output"):
+            name = row.graph_name if g.node(row.graph_name) is not None else ""
+            if row.kind == "output" and not name:  # the output node is named after the model's output
+                name = next((n.name for n in g.nodes if n.kind == "output" and row.graph_name in n.name), "")
+        else:
+            name = next((n.name for n in g.nodes if n.kind == "param" and n.name == row.graph_name), "")
+        if name:
+            self._quiet_tensor = True
+            try:
+                self.sync.select(ATEN, [name])
+            finally:
+                self._quiet_tensor = False
 
     # ------------------------------------------------------------------ problems, search
     def _on_problem(self, d) -> None:
@@ -492,49 +523,12 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------------------ exporting
     def export_dialog(self) -> None:
-        conv = self.doc.conversion if self.doc else None
-        if conv is None:
-            return
-        stem = Path(self.doc.path).with_suffix("")
-        default = str(Path(self.settings.get("export/dir", str(stem.parent), str)) / f"{stem.name}.ncnn.param")
-        path, _ = QFileDialog.getSaveFileName(self, "Export ncnn model", default, "ncnn param (*.param)")
-        if not path:
-            return
-        partial = False
-        if not conv.result.ok:
-            answer = QMessageBox.question(
-                self, "Incomplete conversion",
-                f"{len(conv.result.errors)} operators are not converted. Write the partial model anyway?")
-            if answer != QMessageBox.StandardButton.Yes:
-                return
-            partial = True
-        self.settings.set("export/dir", os.path.dirname(path))
-        self.export_to(path, partial=partial)
+        """File ▸ Export ncnn: ask about missing operators, then choose the file (non-blocking)."""
+        self.exporter.start()
 
     def export_to(self, param_path: str, *, pnnx: bool | None = None, partial: bool = False):
         """Write ``<stem>.ncnn.param/.bin`` (and the pnnx files) in a worker."""
-        conv = self.doc.conversion if self.doc else None
-        if conv is None:
-            return None
-        if pnnx is None:
-            pnnx = self.actions.write_pnnx.isChecked()
-        paths = export_paths(param_path)
-        layers = conv.result.layer_count
-        return self.runner.submit("Export", _write_files, conv.result, paths, pnnx, partial, group="export",
-                                  on_result=lambda files, n=layers: self._on_exported(files, n))
-
-    def _on_exported(self, files: list[str], layers: int) -> None:
-        self.last_export = files
-        names = ", ".join(os.path.basename(f) for f in files)
-        folder = os.path.dirname(files[0]) if files else ""
-        conv = self.doc.conversion if self.doc else None
-        warned = ""
-        if conv is not None:  # writing may add warnings (weights holding NaN or infinite values)
-            self.problems.set_diagnostics(conv.result.diagnostics)
-            n = sum(d.severity == "warning" and d.stage == "write_ncnn" for d in conv.result.diagnostics)
-            warned = f" — {n} weight warning(s), see Problems" if n else ""
-        self.status(f"Exported {layers} layers → {names} in {folder}{warned}")
-        self.exported.emit(files)
+        return self.exporter.write(param_path, pnnx=pnnx, partial=partial)
 
     # ------------------------------------------------------------------ view actions
     def active_panel(self) -> GraphPanel:
@@ -570,10 +564,8 @@ class MainWindow(QMainWindow):
         for p in (self.aten_panel, self.right_panel):
             p.set_theme(gt)
         self.weights.apply_palette()
-        cur = self.inspector.current
-        if cur is not None:
-            side = ATEN if cur[0] == "aten" else RIGHT
-            self._show_in_inspector(side, cur[1])
+        self.signature.apply_palette()
+        self._refresh_inspector()
 
     def changeEvent(self, event: QEvent) -> None:
         super().changeEvent(event)
@@ -602,27 +594,6 @@ class MainWindow(QMainWindow):
         for t in self.runner.active:
             t.cancel()
         self.status("Stopped")
-
-    def _on_task_started(self, task) -> None:
-        if task.quiet:
-            return  # too quick to be worth a progress bar
-        self.progress.setFormat(task.name.replace("Cannot open", "Opening") + " %p%")
-        self.progress.setRange(0, 0)
-        task.progressed.connect(self._on_progress)
-
-    def _on_progress(self, done: int, total: int, message: str) -> None:
-        if total > 0:
-            self.progress.setRange(0, total)
-            self.progress.setValue(done)
-        if message:
-            self.progress.setFormat(f"{message} %p%")
-
-    def _on_busy(self, busy: bool) -> None:
-        show = busy and any(not t.quiet for t in self.runner.active)
-        self.progress.setVisible(show)
-        self.cancel_btn.setVisible(show)
-        if not busy:
-            self.progress.setRange(0, 1)
 
     def _update_enabled(self) -> None:
         a = self.actions
@@ -664,8 +635,10 @@ class MainWindow(QMainWindow):
 
     def closeEvent(self, event: QCloseEvent) -> None:
         self.save_state()
-        self.runner.shutdown()
-        if self.doc is not None:
+        # an export stops cleanly (nothing replaced); anything else is dropped: the application
+        # then leaves at once (gui.app.main) instead of waiting for a layout or a torch run
+        self.runner.stop(groups=("export",))
+        if self.doc is not None and not self.runner.busy:
             self.doc.close()
         super().closeEvent(event)
 
@@ -675,7 +648,7 @@ class MainWindow(QMainWindow):
     def about(self) -> None:
         box = QMessageBox(self)
         box.setWindowTitle(f"About {APP_NAME}")
-        box.setText(f"<b>{APP_NAME}</b>")
+        box.setText(f"<b>{APP_NAME}</b> {app_version()}")
         box.setInformativeText("Inspect PyTorch ExportedProgram packages (.pt2) and convert them to ncnn — "
                                "without torch. ATen and lowered graphs side by side, linked by provenance, "
                                "with every pass's diff.")

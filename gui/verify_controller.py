@@ -113,7 +113,20 @@ class VerifyController(QObject):
             if task is not None:
                 task.failed.connect(self._on_convert_failed)
             return None
+        if not doc.conversion.result.ok:
+            self._unconverted(doc.conversion)
+            return None
         return self._start(doc, doc.conversion)
+
+    def _unconverted(self, conversion) -> None:
+        """Nothing to run in ncnn while operators are missing: say which, in Problems."""
+        n = len(conversion.result.errors)
+        what = f"{n} operator{' is' if n == 1 else 's are'} not converted"
+        self.panel.show_message(f"Cannot verify: {what} — see the Problems panel (click a row to find it in the "
+                                "graphs).", error=True)
+        self.win.status(f"Cannot verify: {what} — see Problems")
+        self.win.docks["problems"].show()
+        self.win.docks["problems"].raise_()
 
     def _on_convert_failed(self, _error: BaseException) -> None:
         if self._after_convert:
@@ -272,4 +285,8 @@ class VerifyController(QObject):
                    "Not verified yet — Model ▸ Verify against PyTorch "
                    f"({QKeySequence(SHORTCUT).toString(QKeySequence.SequenceFormat.NativeText)}).")
         if self._after_convert and self.win.doc is not None and self.win.doc.conversion is not None:
-            self._start(self.win.doc, self.win.doc.conversion)
+            self._after_convert = False
+            if self.win.doc.conversion.result.ok:
+                self._start(self.win.doc, self.win.doc.conversion)
+            else:
+                self._unconverted(self.win.doc.conversion)

@@ -97,6 +97,7 @@ class Task(QObject):
         self.ended_at = 0.0  #: perf_counter() when the function returned or raised (worker side)
         self.seconds = 0.0
         self._cancel_event = threading.Event()
+        self._ended = threading.Event()  #: set by the worker once the function returned or raised
         self._progress_from_worker.connect(self._on_progress)
         self._done_from_worker.connect(self._on_done)
 
@@ -115,6 +116,12 @@ class Task(QObject):
 
     # ---------------------------------------------------------------- worker side
     def _run(self) -> None:
+        try:
+            self._run_function()
+        finally:
+            self._ended.set()
+
+    def _run_function(self) -> None:
         ctx = TaskContext(self)
         self.started_at = time.perf_counter()
         try:
@@ -265,3 +272,12 @@ class TaskRunner(QObject):
         """Cancel everything and wait for the threads (on window close)."""
         self.cancel_all()
         self.pool.waitForDone(timeout_ms)
+
+    def stop(self, groups: tuple[str, ...], timeout_ms: int = 5000) -> None:
+        """Cancel everything; wait only for the tasks of ``groups`` to end (quitting: an export
+        must stop cleanly and replace nothing, a layout or a verification need not finish)."""
+        self.cancel_all()
+        deadline = time.monotonic() + timeout_ms / 1000
+        for t in self.active:
+            if t.group in groups:
+                t._ended.wait(max(deadline - time.monotonic(), 0.0))

@@ -179,14 +179,20 @@ def _op_index(g: Graph) -> dict[str, Operator]:
     return hit[1]
 
 
-def node_kind(op: Operator) -> str:
-    if op.type in _INPUT_TYPES:
+def kind_of_type(op_type: str) -> str:
+    """Node kind of an operator type: an input, an output, a weight (parameter, buffer,
+    constant, ncnn MemoryData) or an operator."""
+    if op_type in _INPUT_TYPES:
         return INPUT
-    if op.type in _OUTPUT_TYPES:
+    if op_type in _OUTPUT_TYPES:
         return OUTPUT
-    if op.type in _PARAM_TYPES:
+    if op_type in _PARAM_TYPES:
         return PARAM
     return OP
+
+
+def node_kind(op: Operator) -> str:
+    return kind_of_type(op.type)
 
 
 def problem_of(op: Operator) -> str:

@@ -26,11 +26,23 @@ CONTEXT = 3
 class PassTableModel(RowTableModel):
     COLUMNS = ("#", "Pass", "+", "−", "~", "Time", "Ops")
     TOOLTIPS = ("index", "pass", "operators added", "operators removed", "operators changed", "time",
-                "operators after the pass")
+                "operators after the pass, counted as the graph headers count them: without inputs, outputs "
+                "and weights (hover a row for all its nodes)")
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.counts: list[Any] = []  #: per record: gui.document.NodeCounts (or empty)
 
     @property
     def records(self) -> list[Any]:
         return self.rows
+
+    def set_records(self, records: Sequence[Any], counts: Sequence[Any] = ()) -> None:
+        self.counts = list(counts) if len(counts) == len(records) else []
+        self.set_rows(records)
+
+    def _ops(self, row: int) -> int:
+        return self.counts[row].ops if self.counts else self.rows[row].num_ops
 
     def data(self, index: QModelIndex, role=Qt.ItemDataRole.DisplayRole):
         if not index.isValid():
@@ -49,8 +61,10 @@ class PassTableModel(RowTableModel):
             if c == 5:
                 return "" if r.index == 0 else (f"{r.seconds * 1000:.1f} ms" if r.seconds < 1 else f"{r.seconds:.2f} s")
             if c == 6:
-                return f"{r.num_ops:,}"
+                return f"{self._ops(index.row()):,}"
         if role == Qt.ItemDataRole.ToolTipRole:
+            if c == 6 and self.counts:
+                return self.counts[index.row()].describe()
             return r.description or r.name
         if role == Qt.ItemDataRole.ForegroundRole:
             if c == 2 and counts["added"]:
@@ -191,6 +205,8 @@ class SideBySideDiff(QWidget):
         self.aligned = None
         self.left.clear()
         self.right.clear()
+        self.left_title.setText("before")
+        self.right_title.setText("after")
 
     def show_diff(self, before: str, after: str, *, before_title: str, after_title: str,
                   changes_only: bool = True) -> AlignedDiff:
@@ -299,9 +315,10 @@ class PassesPanel(QWidget):
         lay.setContentsMargins(4, 4, 4, 4)
         lay.addWidget(split)
 
-    def set_records(self, records: Sequence[Any]) -> None:
+    def set_records(self, records: Sequence[Any], counts: Sequence[Any] = ()) -> None:
+        """The conversion's pass records and, per record, its :class:`gui.document.NodeCounts`."""
         self.records = list(records)
-        self.model.set_rows(records)
+        self.model.set_records(records, counts)
         set_widths(self.table, {0: 28, 2: 36, 3: 36, 4: 36, 5: 64, 6: 48})
         self.diff.clear()
         self.description.setText("Select a pass to see what it changed." if records else "Not converted yet.")

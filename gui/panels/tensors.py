@@ -166,6 +166,8 @@ class TensorsPanel(QWidget):
 
     def set_program(self, program: Any | None) -> None:
         rows = tensor_rows(program) if program is not None else []
+        self.filter.clear()  # another model: the old filter would hide its rows
+        self.kind.setCurrentIndex(0)
         self.model.set_rows(rows)
         total = sum(r.nbytes for r in rows if r.kind in ("parameter", "buffer", "constant"))
         n_params = sum(r.numel or 0 for r in rows if r.kind == "parameter")

@@ -166,11 +166,17 @@ class WeightViewer(QWidget):
         split.addWidget(self.hist)
         split.addWidget(image_box)
         split.setSizes([1, 1])
+        self.content = QWidget()  #: statistics, histogram and image: hidden while nothing is shown
+        cl = QVBoxLayout(self.content)
+        cl.setContentsMargins(0, 0, 0, 0)
+        cl.addLayout(grid)
+        cl.addWidget(split, 1)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(6, 4, 6, 4)
         lay.addWidget(self.title)
-        lay.addLayout(grid)
-        lay.addWidget(split, 1)
+        lay.addWidget(self.content, 1)
+        self.title.setWordWrap(True)
+        self.content.setVisible(False)
         self.apply_palette()
 
     # ---------------------------------------------------------------- theme
@@ -202,12 +208,14 @@ class WeightViewer(QWidget):
         self.hist_item.setData([], [])
         self.image_item.clear()
         self._set_slices(())
+        self.content.setVisible(False)  # no old axes under "No tensor selected"
 
     def show_loading(self, name: str) -> None:
         self.title.setText(f"{name} — loading…")
 
     def show_data(self, data: WeightData) -> None:
         self.data = data
+        self.content.setVisible(True)
         s = data.stats
         self.title.setText(f"{data.name} — {data.dtype} [{', '.join(str(d) for d in data.shape)}]")
         for key, label in self.stats_labels.items():

@@ -1,0 +1,148 @@
+"""File ▸ Export ncnn: asking, choosing the file, writing it in a worker, telling the outcome.
+
+:class:`ExportFlow` runs the steps in the order a user expects: an incomplete conversion is
+asked about first ("1 operator is not converted — write the partial model?"), then the file
+dialog opens (non-blocking, ``open()``) in the last export folder, or next to the model —
+unless the model is one of the bundled samples or its folder is not writable, then in the home
+folder. The write runs through the window's :class:`~gui.workers.TaskRunner` (all files or
+none); the status bar says what was written, or that the export failed and nothing was written.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from PySide6.QtWidgets import QFileDialog, QMessageBox
+
+from .document import SAMPLES
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .main_window import MainWindow
+
+log = logging.getLogger(__name__)
+
+
+def export_paths(param_path: str) -> tuple[str, str, str, str]:
+    """``dir/name.ncnn.param`` → the four files written next to each other."""
+    p = os.fspath(param_path)
+    for suffix in (".ncnn.param", ".param", ".ncnn.bin", ".bin"):
+        if p.endswith(suffix):
+            p = p[: -len(suffix)]
+            break
+    return f"{p}.ncnn.param", f"{p}.ncnn.bin", f"{p}.pnnx.param", f"{p}.pnnx.bin"
+
+
+def write_files(ctx, result, paths: tuple[str, str, str, str], pnnx: bool, partial: bool) -> list[str]:
+    ncnn_param, ncnn_bin, pnnx_param, pnnx_bin = paths
+    ctx.progress(0, 1, "writing files")
+    # all files or none; a cancel (Stop, closing the window) stops the write and replaces nothing
+    written = result.write(ncnn_param, ncnn_bin, pnnx_param if pnnx else None, pnnx_bin if pnnx else None,
+                           partial=partial, cancel=ctx)
+    return [str(w) for w in written]
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    try:
+        path.resolve().relative_to(folder.resolve())
+        return True
+    except ValueError:
+        return False
+
+
+def default_folder(model_path: str, remembered: str | None) -> str:
+    """Where the export dialog opens: the last export folder, else the model's own folder —
+    never inside the installed package's samples, never a folder the user cannot write."""
+    for candidate in (remembered, os.path.dirname(model_path)):
+        if candidate and os.path.isdir(candidate) and os.access(candidate, os.W_OK) \
+                and not _inside(Path(candidate), SAMPLES):
+            return candidate
+    return str(Path.home())
+
+
+def _operators(n: int) -> str:
+    return f"{n} operator is" if n == 1 else f"{n} operators are"
+
+
+class ExportFlow:
+    """See the module docstring; one per window."""
+
+    def __init__(self, window: "MainWindow"):
+        self.win = window
+        self.dialog: QFileDialog | None = None
+
+    def start(self) -> None:
+        """File ▸ Export ncnn (Ctrl+E)."""
+        win = self.win
+        conv = win.doc.conversion if win.doc else None
+        if conv is None:
+            return
+        if conv.result.ok:
+            self._choose_file(partial=False)
+            return
+        n = len(conv.result.errors)
+        box = QMessageBox(QMessageBox.Icon.Question, "Incomplete conversion",
+                          f"{_operators(n)} not converted (see Problems).",
+                          QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, win)
+        box.setInformativeText("Write the partial model anyway? It cannot run until the missing layers exist.")
+        box.setDefaultButton(QMessageBox.StandardButton.No)
+        box.finished.connect(lambda _r, b=box: self._answered(b))
+        box.open()
+
+    def _answered(self, box: QMessageBox) -> None:
+        yes = box.clickedButton() is box.button(QMessageBox.StandardButton.Yes)
+        box.deleteLater()
+        if yes:
+            self._choose_file(partial=True)
+
+    def _choose_file(self, partial: bool) -> None:
+        win = self.win
+        stem = Path(win.doc.path).with_suffix("").name
+        folder = default_folder(win.doc.path, win.settings.get("export/dir", None, str))
+        dlg = QFileDialog(win, "Export ncnn model", os.path.join(folder, f"{stem}.ncnn.param"),
+                          "ncnn param (*.param)")
+        dlg.setAcceptMode(QFileDialog.AcceptMode.AcceptSave)
+        dlg.setDefaultSuffix("param")
+        dlg.fileSelected.connect(lambda path: self._chosen(path, partial))
+        dlg.finished.connect(lambda _r, d=dlg: d.deleteLater())
+        self.dialog = dlg
+        dlg.open()
+
+    def _chosen(self, path: str, partial: bool) -> None:
+        if not path:
+            return
+        self.win.settings.set("export/dir", os.path.dirname(path))
+        self.write(path, partial=partial)
+
+    def write(self, param_path: str, *, pnnx: bool | None = None, partial: bool = False):
+        """Write ``<stem>.ncnn.param/.bin`` (and the pnnx files) in a worker."""
+        win = self.win
+        conv = win.doc.conversion if win.doc else None
+        if conv is None:
+            return None
+        if pnnx is None:
+            pnnx = win.actions.write_pnnx.isChecked()
+        layers = conv.result.layer_count
+        return win.runner.submit("Export", write_files, conv.result, export_paths(param_path), pnnx, partial,
+                                 group="export", on_result=lambda files, n=layers: self._written(files, n),
+                                 on_error=self._failed)
+
+    def _written(self, files: list[str], layers: int) -> None:
+        win = self.win
+        win.last_export = files
+        names = ", ".join(os.path.basename(f) for f in files)
+        folder = os.path.dirname(files[0]) if files else ""
+        conv = win.doc.conversion if win.doc else None
+        warned = ""
+        if conv is not None:  # writing may add warnings (weights holding NaN or infinite values)
+            win.problems.set_diagnostics(win.diagnostics())
+            n = sum(d.severity == "warning" and d.stage == "write_ncnn" for d in conv.result.diagnostics)
+            warned = f" — {n} weight warning(s), see Problems" if n else ""
+        win.status(f"Exported {layers} layers → {names} in {folder}{warned}")
+        win.exported.emit(files)
+
+    def _failed(self, error: BaseException) -> None:
+        from .errors import describe
+
+        self.win.status(f"Export failed — nothing written: {describe(error)[0]}")

@@ -20,7 +20,8 @@ import traceback
 from typing import Callable
 
 from PySide6.QtCore import QObject, Signal
-from PySide6.QtWidgets import QMessageBox, QWidget
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import QLabel, QMessageBox, QWidget
 
 from engine.errors import PT2Error
 
@@ -88,6 +89,7 @@ class ErrorReporter(QObject):
             box.setDetailedText(details)
         box.setStandardButtons(QMessageBox.StandardButton.Close)
         box.setObjectName("errorDialog")
+        _fit_longest_word(box, message)
         box.finished.connect(lambda _r, b=box: self._forget(b))
         self.dialogs.append(box)
         box.open()
@@ -129,6 +131,23 @@ class ErrorReporter(QObject):
     def _thread_excepthook(self, args) -> None:
         log.error("uncaught exception in thread %s", getattr(args.thread, "name", "?"),
                   exc_info=(args.exc_type, args.exc_value, args.exc_traceback))
+
+
+#: widest a dialog's message may make it, as a share of the screen
+MAX_SCREEN_SHARE = 0.8
+
+
+def _fit_longest_word(box: QMessageBox, message: str) -> None:
+    """Widen the message so its longest word — a file path, a member name — stays on one line
+    (a label breaks paths at every ``/``: one path over five lines)."""
+    label = box.findChild(QLabel, "qt_msgbox_informativelabel")
+    if label is None:
+        return
+    fm = label.fontMetrics()
+    longest = max((fm.horizontalAdvance(w) for w in message.split()), default=0)
+    screen = box.screen() or QGuiApplication.primaryScreen()
+    limit = int(screen.availableGeometry().width() * MAX_SCREEN_SHARE) if screen is not None else 1200
+    label.setMinimumWidth(min(longest + 8, limit))
 
 
 def _task_title(task_name: str, error: BaseException) -> str:

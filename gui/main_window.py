@@ -51,6 +51,7 @@ APP_NAME = "pt2ncnn Studio"
 STATE_VERSION = 3
 ICON = Path(__file__).resolve().parent.parent / "resources" / "icons" / "pt2ncnn-studio.svg"
 STYLE = Path(__file__).resolve().parent.parent / "resources" / "styles" / "studio.qss"
+DARK_STYLE = STYLE.with_name("studio-dark.qss")
 RIGHT_MODES = (("pnnx", "pnnx graph"), ("ncnn", "ncnn graph"), ("pass", "after pass …"))
 NOT_CONVERTED = "Not converted yet — Model ▸ Convert (Ctrl+R)"
 __all__ = ["MainWindow", "export_paths"]
@@ -546,8 +547,10 @@ class MainWindow(QMainWindow):
 
     def _apply_style(self) -> None:
         # palette() in a style sheet is resolved when it is set: set again on palette changes
-        if STYLE.exists():
-            self.setStyleSheet(STYLE.read_text())
+        sheet = STYLE.read_text() if STYLE.exists() else ""
+        if theme.is_dark() and DARK_STYLE.exists():
+            sheet += "\n" + DARK_STYLE.read_text().replace("@ICONS@", ICON.parent.as_posix())
+        self.setStyleSheet(sheet)
 
     def _retheme(self) -> None:
         if self._retheming:
@@ -564,7 +567,6 @@ class MainWindow(QMainWindow):
         for p in (self.aten_panel, self.right_panel):
             p.set_theme(gt)
         self.weights.apply_palette()
-        self.signature.apply_palette()
         self._refresh_inspector()
 
     def changeEvent(self, event: QEvent) -> None:

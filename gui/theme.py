@@ -24,6 +24,16 @@ def is_dark(palette: QPalette | None = None) -> bool:
     return pal.color(QPalette.ColorRole.Window).lightness() < 128
 
 
+def muted(palette: QPalette | None = None) -> QColor:
+    """An opaque grey between the text and the background, for secondary text in rich text (the
+    palette's PlaceholderText is half-transparent: as a CSS colour it turns into plain black)."""
+    pal = palette or QGuiApplication.palette()
+    a, b = pal.color(QPalette.ColorRole.Text), pal.color(QPalette.ColorRole.Base)
+    t = 0.58
+    return QColor.fromRgbF(a.redF() * t + b.redF() * (1 - t), a.greenF() * t + b.greenF() * (1 - t),
+                           a.blueF() * t + b.blueF() * (1 - t))
+
+
 # category → (light fill, dark fill); hues chosen to stay apart in both schemes
 _CATEGORY_HUES = {
     "conv": ("#cfe0f7", "#27466e"),

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QEvent, QObject, Qt, QTimer
+from PySide6.QtCore import QObject, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence
 
 from engine.verify import MissingDependency
@@ -42,7 +42,6 @@ SHORTCUT = "Ctrl+Shift+V"
 MISSING = ("Verify runs the model in PyTorch and in ncnn and compares every layer, so it needs torch and ncnn "
            "(the verify extra: pip install 'pt2ncnn[verify]'); {package} is not installed here. Everything else "
            "— opening, inspecting, converting, exporting — works without them.")
-LEGEND_MARGIN = 10
 LEGEND_SUBTITLES = {"error": "whole model", "own": "each layer alone"}
 DOCK_HEIGHT = 330  #: the Verify dock grows to this height to show a result
 
@@ -66,11 +65,11 @@ class VerifyController(QObject):
         panel.paletteChanged.connect(lambda: QTimer.singleShot(0, self.apply_colours))
         self.legends: dict[str, ErrorLegend] = {}
         for key, gp in ((ATEN, window.aten_panel), (RIGHT, window.right_panel)):
-            legend = ErrorLegend(gp)
+            legend = ErrorLegend()
             legend.hide()
+            gp.set_legend(legend)  # a strip above the view: it never covers a node
             self.legends[key] = legend
             gp.layoutReady.connect(lambda gp=gp: self._colour_panel(gp))
-            gp.view.installEventFilter(self)
         window.documentChanged.connect(self._on_document)
         window.conversionChanged.connect(self._on_conversion)
         self._update_enabled()
@@ -246,23 +245,7 @@ class VerifyController(QObject):
                 flagged.append(name)
         gp.scene.set_tints(tints, flagged)
         legend.set_scale(scale, theme, "max rel. error", LEGEND_SUBTITLES[measure])
-        self._place_legend(gp, legend)
         legend.show()
-        legend.raise_()
-
-    def _place_legend(self, gp: GraphPanel, legend: ErrorLegend) -> None:
-        """Top right of the view's visible area (graphs start top centre)."""
-        vp = gp.view.viewport()
-        corner = vp.mapTo(gp, vp.rect().topRight())
-        legend.resize(legend.sizeHint())
-        legend.move(corner.x() - legend.width() - LEGEND_MARGIN, corner.y() + LEGEND_MARGIN)
-
-    def eventFilter(self, obj, event) -> bool:
-        if event.type() in (QEvent.Type.Resize, QEvent.Type.Move, QEvent.Type.Show):
-            for key, gp in ((ATEN, self.win.aten_panel), (RIGHT, self.win.right_panel)):
-                if obj is gp.view:
-                    self._place_legend(gp, self.legends[key])
-        return False
 
     # ---------------------------------------------------------------- document changes
     def _drop(self, message: str) -> None:

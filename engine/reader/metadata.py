@@ -98,12 +98,20 @@ def normalize_module_path(path: str) -> str:
     return p.lstrip(".")
 
 
+def _location(m: re.Match) -> SourceLocation:
+    return SourceLocation(m.group(1), int(m.group(2)), (m.group(3) or "").strip(), (m.group(4) or "").strip())
+
+
 def parse_source(stack_trace: str) -> SourceLocation | None:
     """The first frame of a ``stack_trace`` (the user code), or None when there is none."""
     m = _FRAME_RE.search(stack_trace)
-    if not m:
-        return None
-    return SourceLocation(m.group(1), int(m.group(2)), (m.group(3) or "").strip(), (m.group(4) or "").strip())
+    return _location(m) if m else None
+
+
+def parse_stack_trace(stack_trace: str) -> list[SourceLocation]:
+    """Every frame of a ``stack_trace``, outermost first (as written: the model's ``forward``
+    first, the line that called the operator last)."""
+    return [_location(m) for m in _FRAME_RE.finditer(stack_trace)]
 
 
 def parse_source_fn_stack(text: str) -> list[tuple[str, str]]:

@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
-from .model import PARAM, DisplayGraph
+from .model import PARAM, DisplayGraph, plain_path, scope_label
 
 #: A module subtree with fewer operators than this is not a box (its nodes join the parent).
 MIN_GROUP_OPS = 2
@@ -62,9 +62,14 @@ class Group:
         return self.path.rsplit(".", 1)[-1] if self.path else ""
 
     @property
+    def title(self) -> str:
+        """The module path; a repeated call says which (``layer1.0.mlp (call 2)``)."""
+        return scope_label(self.path)
+
+    @property
     def label(self) -> str:
         """``layers.3.attn · MultiheadAttention``."""
-        return f"{self.path} · {self.type}" if self.type else self.path
+        return f"{self.title} · {self.type}" if self.type else self.title
 
 
 def short_class(qualified: str) -> str:
@@ -182,6 +187,10 @@ def group_tree(graph: DisplayGraph, classes: Mapping[str, str] | None = None) ->
     """The groups of ``graph`` (see the module docstring). ``classes`` maps module paths to
     their class (default: what the graph's operators record)."""
     classes = graph.module_types if classes is None else classes
+
+    def cls(path: str) -> str:  # a module call's class is its module's
+        return classes.get(path) or classes.get(plain_path(path), "")
+
     nodes = graph.nodes
     n = len(nodes)
     # a parameter joins its first consumer's module
@@ -189,10 +198,12 @@ def group_tree(graph: DisplayGraph, classes: Mapping[str, str] | None = None) ->
     for e in graph.edges:
         if e.from_param and e.src not in first_consumer:
             first_consumer[e.src] = e.dst
-    module = [nd.module for nd in nodes]
+    # groups are module *calls* (a module used twice is two boxes: the flow stays top-down)
+    module = [nd.scope or nd.module for nd in nodes]
     for i, nd in enumerate(nodes):
         if nd.kind == PARAM and i in first_consumer:
-            module[i] = nodes[first_consumer[i]].module
+            c = nodes[first_consumer[i]]
+            module[i] = c.scope or c.module
     # operator counts per module path (whole subtree)
     ops_below: dict[str, int] = {}
     for i, nd in enumerate(nodes):
@@ -217,11 +228,11 @@ def group_tree(graph: DisplayGraph, classes: Mapping[str, str] | None = None) ->
             # one box for the two: the outer module, unless only the inner one has a real class
             # (``encoder · TransformerEncoder`` over its ``encoder.layers`` ModuleList)
             inner = kids[0]
-            drop = inner if _is_container(classes.get(inner, "")) and classes.get(p) else p
+            drop = inner if _is_container(cls(inner)) and cls(p) else p
             kept.discard(drop)
             if drop == inner:
                 kept_children[p] = kept_children.get(inner, [])
-    groups: list[Group] = [Group(ROOT, "", short_class(classes.get("", "")), -1, 0)]
+    groups: list[Group] = [Group(ROOT, "", short_class(cls("")), -1, 0)]
     gid_of_path: dict[str, int] = {"": ROOT}
 
     def gid(path: str) -> int:
@@ -229,7 +240,7 @@ def group_tree(graph: DisplayGraph, classes: Mapping[str, str] | None = None) ->
         if hit is not None:
             return hit
         parent = gid(_kept_parent(path, kept))
-        g = Group(len(groups), path, short_class(classes.get(path, "")), parent, groups[parent].depth + 1)
+        g = Group(len(groups), path, short_class(cls(path)), parent, groups[parent].depth + 1)
         groups.append(g)
         groups[parent].children.append(g.id)
         gid_of_path[path] = g.id
@@ -290,5 +301,5 @@ def group_text(tree: GroupTree) -> list[tuple[str, str]]:
     out = []
     for g in tree.groups:
         ops = f"{g.ops:,} op{'s' if g.ops != 1 else ''}"
-        out.append((g.path or "model", f"{g.type} · {ops}" if g.type else ops))
+        out.append((g.title or "model", f"{g.type} · {ops}" if g.type else ops))
     return out

@@ -424,6 +424,8 @@ class OverviewItem(QGraphicsItem):
 
 
 GROUP_RADIUS = 7.0
+#: height of a pinned header label's tab
+HEADER_TAB = 22.0
 GLYPH = 5.0
 
 
@@ -567,6 +569,27 @@ class GroupItem(QGraphicsItem):
             painter.setFont(t.small)
             ds = detail.size()
             painter.drawStaticText(QPointF(r.right() - 10 - ds.width(), r.top() + 13 - ds.height() / 2), detail)
+
+    def label_width(self) -> float:
+        return self._static_texts()[0].size().width()
+
+    def paint_pinned_label(self, painter: QPainter, left: float) -> QRectF:
+        """The header's label drawn from scene x ``left`` (inside the box) on a tab of the header's
+        colour — the view pins a label there when the box's own left edge is scrolled away.
+        Returns the tab's scene rectangle."""
+        t, r = self.theme, self._rect
+        label = self._static_texts()[0]
+        ls = label.size()
+        tab = QRectF(left, r.top() + 2, ls.width() + 30, HEADER_TAB)
+        fill = QColor(t.background)
+        painter.setPen(QPen(self.border(), 1.0))
+        painter.setBrush(fill)
+        painter.drawRoundedRect(tab, 4, 4)
+        self._glyph(painter, QPointF(tab.left() + 11, r.top() + 13), plus=False)
+        painter.setPen(t.text)
+        painter.setFont(t.bold)
+        painter.drawStaticText(QPointF(tab.left() + 22, r.top() + 13 - ls.height() / 2), label)
+        return tab
 
     def _paint_collapsed_text(self, painter: QPainter, lod: float) -> None:
         t, r = self.theme, self._rect

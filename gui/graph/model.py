@@ -9,6 +9,7 @@ drops a kind of node (parameters) for the "hide parameters" toggle, and
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -91,6 +92,10 @@ class DisplayNode:
     detail: str  #: second line (output shape)
     category: str  #: colour category (see :func:`op_category`)
     module: str = ""  #: innermost module path ("" for the root)
+    #: the module *call* the node belongs to: its path with ``@k`` after each module called for
+    #: the k+1-th time (``layer1.0.relu@1``: the second call of that ReLU); groups are made of calls,
+    #: so a module used twice gets two boxes and the flow stays top-down
+    scope: str = ""
     provenance: tuple[str, ...] = ()  #: ATen node names the operator came from
     problem: str = ""  #: why the operator is unsupported / failed ("" when fine)
     ghost: bool = False  #: drawn faded (an operator a pass removed)
@@ -206,16 +211,54 @@ def problem_of(op: Operator) -> str:
     return ""
 
 
-def _module_of(op: Operator) -> str:
-    if op.provenance.modules:
-        return op.provenance.modules[0]
+_CALL = re.compile(r"@(\d+)$")
+
+
+def call_scope(stack: Sequence[Any]) -> str:
+    """The call-qualified path of a ``module_stack`` (outermost frame first): each module's
+    path relative to its caller, with ``@k`` when the frame's key says it is the module's
+    k+1-th call (``torch.export`` keys a repeated call ``L__self__layer1.0.relu@1``)."""
+    scope, outer = "", ""
+    for f in stack:
+        path = getattr(f, "path", "")
+        if not path:
+            continue
+        m = _CALL.search(getattr(f, "key", "") or "")
+        suffix = f"@{m.group(1)}" if m and m.group(1) != "0" else ""
+        if outer and scope and path.startswith(outer + "."):
+            scope = f"{scope}.{path[len(outer) + 1:]}{suffix}"
+        else:
+            scope = path + suffix
+        outer = path
+    return scope
+
+
+def plain_path(scope: str) -> str:
+    """``blk@1.c1@1`` → ``blk.c1``."""
+    return re.sub(r"@\d+", "", scope)
+
+
+def scope_label(scope: str) -> str:
+    """``layer1.0.mlp@1`` → ``layer1.0.mlp (call 2)``."""
+    calls = re.findall(r"@(\d+)", scope)
+    return plain_path(scope) + (f" (call {int(calls[-1]) + 1})" if calls else "")
+
+
+def _module_of(op: Operator, scopes: dict[int, str]) -> tuple[str, str]:
+    """(module path, call scope) of an operator."""
+    first = op.provenance.modules[0] if op.provenance.modules else ""
     stack = op.meta.get("module_stack")
     if stack:
-        return getattr(stack[-1], "path", "")
-    return ""
+        scope = scopes.get(id(stack))
+        if scope is None:
+            scope = scopes[id(stack)] = call_scope(stack)
+        path = getattr(stack[-1], "path", "")
+        if not first or first == path:
+            return path, scope
+    return first, first
 
 
-def _node_for(op: Operator, problems: Mapping[str, str]) -> DisplayNode:
+def _node_for(op: Operator, problems: Mapping[str, str], scopes: dict[int, str]) -> DisplayNode:
     kind = node_kind(op)
     out = op.outputs[0] if op.outputs else None
     if kind == PARAM:
@@ -244,8 +287,9 @@ def _node_for(op: Operator, problems: Mapping[str, str]) -> DisplayNode:
         category = {"buffer": "buffer", "constant": "constant"}.get(str(op.params.get("kind")), "param")
     else:
         category = op_category(op.type)
-    return DisplayNode(op.name, kind, op.type, label, detail, category, _module_of(op),
-                       tuple(op.provenance.nodes), problem)
+    module, scope = _module_of(op, scopes)
+    return DisplayNode(op.name, kind, op.type, label, detail, category, module, scope, tuple(op.provenance.nodes),
+                       problem)
 
 
 def display_graph(g: Graph, vocabulary: str, problems: Mapping[str, str] | None = None,
@@ -271,11 +315,12 @@ def display_graph(g: Graph, vocabulary: str, problems: Mapping[str, str] | None 
         ordered.extend((gop, True) for gop in rest)
 
     unused = 0
+    scopes: dict[int, str] = {}
     for op, ghost in ordered:
         if node_kind(op) == PARAM and not any(o.consumers for o in op.outputs):
             unused += 1  # e.g. BatchNorm's num_batches_tracked: listed in Tensors, not drawn
             continue
-        node = _node_for(op, problems)
+        node = _node_for(op, problems, scopes)
         node.ghost = ghost
         if ghost and node.name in producer:
             continue

@@ -22,13 +22,13 @@ from typing import Sequence
 
 from PySide6.QtCore import QPointF, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QActionGroup
-from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QMenu, QSizePolicy, QToolButton, QVBoxLayout,
-                               QWidget)
+from PySide6.QtWidgets import QComboBox, QLabel, QMenu, QToolButton, QVBoxLayout, QWidget
 
 from ..gcpause import gc_paused
 from ..theme import GraphTheme
 from ..workers import TaskContext, TaskRunner
 from .grouping import ROOT, GroupTree, flat_tree, group_text, group_tree
+from .header import PanelHeader
 from .hierarchy import HierarchicalLayout, Placement
 from .items import EdgeRef, GroupItem, NodeItem, group_box_sizes, group_header_widths, measure
 from .model import PARAM, DisplayGraph
@@ -49,6 +49,12 @@ def _run_layout(ctx: TaskContext, hl: HierarchicalLayout | None, graph: DisplayG
     if hl is None:
         hl = HierarchicalLayout(graph, tree, sizes, box_sizes, header_widths=header_widths)
     return hl, hl.place(expanded, cancel=ctx)
+
+
+def zoom_text(z: float) -> str:
+    """``85%``; below 10 % one decimal (``2.5%``), never a misleading ``0%``."""
+    pct = z * 100
+    return f"{pct:.0f}%" if pct >= 9.95 else f"{pct:.1f}%" if pct >= 0.05 else "<0.1%"
 
 
 class GraphPanel(QWidget):
@@ -100,11 +106,12 @@ class GraphPanel(QWidget):
         for mkey, label in modes:
             self.mode.addItem(label, mkey)
         self.mode.setVisible(bool(modes))
-        self.mode.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        # a fixed width for about 12 characters: a long pass name is elided, never the counts
+        self.mode.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.mode.setMinimumContentsLength(12)
         self.mode.activated.connect(lambda i: self.modeRequested.emit(self.mode.itemData(i)))
         self.info = QLabel("")
         self.info.setObjectName("panelInfo")
-        self.info.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.info.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         self.zoom_label = QLabel("")
         self.zoom_label.setMinimumWidth(40)
@@ -125,24 +132,24 @@ class GraphPanel(QWidget):
         fit_btn.setDefaultAction(fit_action)
         fit_btn.setAutoRaise(True)
         self.groups_button = self._groups_button()
+        self.header = PanelHeader([self.title, self.mode], self.info, self.zoom_label,
+                                  [(self.groups_button, "groups"), (params_btn, "params"), (fit_btn, "fit")])
 
-        header = QWidget()
-        header.setObjectName("panelHeader")
-        hl = QHBoxLayout(header)
-        hl.setContentsMargins(8, 3, 4, 3)
-        hl.setSpacing(6)
-        hl.addWidget(self.title)
-        hl.addWidget(self.mode)
-        hl.addWidget(self.info, 1)
-        hl.addWidget(self.zoom_label)
-        hl.addWidget(self.groups_button)
-        hl.addWidget(params_btn)
-        hl.addWidget(fit_btn)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.setSpacing(0)
-        lay.addWidget(header)
+        lay.addWidget(self.header)
         lay.addWidget(self.view, 1)
+        self._vbox = lay
+        self.legend: QWidget | None = None
+
+    def set_legend(self, widget: QWidget) -> None:
+        """Show ``widget`` (a legend) as a strip between the header and the view: it takes room
+        from the view instead of covering part of the graph."""
+        if self.legend is not None:
+            self._vbox.removeWidget(self.legend)
+        self.legend = widget
+        self._vbox.insertWidget(1, widget)
 
     # ---------------------------------------------------------------- content
     def set_mode(self, key: str) -> None:
@@ -400,23 +407,39 @@ class GraphPanel(QWidget):
             new.update(self.tree.ancestors(i))
         self.set_expanded(new, then=then)
         return True
+
     def _update_info(self) -> None:
-        graph = self.graph
-        if graph is None:
+        graph, full = self.graph, self.full_graph
+        if graph is None or full is None:
             self.info.setText("")
+            self.info.setToolTip("")
+            self.header.relayout()
             return
-        n_ops = sum(1 for x in graph.nodes if x.kind == "op")
+        real = [x for x in full.nodes if not x.ghost]
+        n_ops = sum(1 for x in real if x.kind == "op")
+        n_io = sum(1 for x in real if x.kind in ("input", "output"))
+        n_weights = sum(1 for x in real if x.kind == PARAM) + full.unused_params
         problems = sum(1 for x in graph.nodes if x.problem)
         t = self.scene.theme
-        ghosts = sum(1 for x in graph.nodes if x.ghost and x.kind == "op")
-        text = f"{n_ops - ghosts:,} ops"
+        if full.vocabulary == "ncnn":  # what the status bar and the .param file count: every layer
+            layers = len(full.source.ops) if full.source is not None else n_ops + n_io + n_weights
+            text = f"{layers:,} layers"
+            tip = (f"{layers:,} ncnn layers, every layer of the .param file (as the status bar counts them): "
+                   f"{n_ops:,} operators, {n_io:,} Input, {n_weights:,} MemoryData")
+        else:
+            text = f"{n_ops:,} ops"
+            tip = (f"{n_ops:,} operators — without the {n_io:,} inputs/outputs and {n_weights:,} weights "
+                   f"({n_ops + n_io + n_weights:,} graph nodes); the Passes table counts operators the same way")
         if problems:
             text += f" · <span style='color:{t.accent('error').name()}'>{problems} unsupported</span>"
         if self._marks:
             counts = {k: sum(1 for m in self._marks.values() if m == k) for k in ("added", "removed", "changed")}
             text += "".join(f" <span style='color:{t.accent(k).name()}'>{sign}{counts[k]}</span>"
                             for k, sign in (("added", "+"), ("removed", "−"), ("changed", "~")) if counts[k])
+            tip += "; this pass added (+), removed (−) and changed (~) the marked operators"
         self.info.setText(text)
+        self.info.setToolTip(tip)
+        self.header.relayout()
 
     @property
     def busy(self) -> bool:
@@ -425,6 +448,9 @@ class GraphPanel(QWidget):
     def set_theme(self, theme: GraphTheme) -> None:
         self.scene.set_theme(theme)
         self.view.resetCachedContent()
+        self.view.minimap.rebuild()  # the thumbnail is drawn in the theme's colours
+        self.header.refresh_icons()
+        self._update_info()
 
     # ---------------------------------------------------------------- selection helpers
     def select(self, names: Sequence[str], *, focus: bool = True, emit: bool = False) -> list[int]:
@@ -446,7 +472,7 @@ class GraphPanel(QWidget):
             self.view.focus_indices(idx)
 
     def _show_zoom(self, z: float) -> None:
-        self.zoom_label.setText(f"{z * 100:.0f}%")
+        self.zoom_label.setText(zoom_text(z))
 
     def _tooltip(self, item: NodeItem | EdgeRef | GroupItem) -> str:
         g = self.graph

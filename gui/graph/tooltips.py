@@ -52,7 +52,7 @@ def edge_tooltip(edge: DisplayEdge, src: DisplayNode, dst: DisplayNode) -> str:
 
 def group_tooltip(group, expanded: bool) -> str:
     """A module box: path, class, what it holds, and what a click does."""
-    lines = [f"<b>{_e(group.path or 'model')}</b>" + (f" &nbsp;<i>{_e(group.type)}</i>" if group.type else ""),
+    lines = [f"<b>{_e(group.title or 'model')}</b>" + (f" &nbsp;<i>{_e(group.type)}</i>" if group.type else ""),
              f"{group.ops:,} operators, {group.size - group.ops:,} parameters/constants"]
     if group.children:
         lines.append(f"{len(group.children)} submodule group{'s' if len(group.children) != 1 else ''}")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from typing import Callable
 
-from PySide6.QtCore import QEvent, QPoint, QPointF, QRectF, Qt, Signal
+from PySide6.QtCore import QEvent, QPoint, QPointF, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QKeyEvent, QMouseEvent, QPainter, QTransform, QWheelEvent
 from PySide6.QtWidgets import QGraphicsView, QToolTip
 
@@ -27,6 +27,12 @@ log = logging.getLogger(__name__)
 
 MIN_SCALE, MAX_SCALE = 0.01, 4.0
 READABLE = 0.85
+#: scene units kept free left of a box label / right of the first nodes in the first view
+START_MARGIN = 12.0
+#: pixels between the view's left edge and a pinned label
+PIN_INSET = 4.0
+#: least zoom Fit goes to (below it a graph is a line of dots)
+FIT_FLOOR = 0.08
 
 
 class GraphView(QGraphicsView):
@@ -52,6 +58,7 @@ class GraphView(QGraphicsView):
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self.setFrameShape(QGraphicsView.Shape.NoFrame)
         self.message = ""
+        self._pinned = False  #: labels were pinned in the last frame
         self.tooltip_for: Callable[[NodeItem | EdgeRef | GroupItem], str] | None = None
         self._press_pos: QPointF | None = None
         self._over_node = False
@@ -94,14 +101,25 @@ class GraphView(QGraphicsView):
         self._view_moved()
 
     def fit(self) -> None:
-        """Show the whole graph."""
+        """Show the whole graph — or, when that would shrink it below :data:`FIT_FLOOR` (a graph
+        of thousands of nodes becomes a one-pixel line at "0%"), as much of it as that zoom
+        shows, from the top, its nodes still visible as boxes; the map shows the rest."""
         r = self.graph_scene.itemsBoundingRect() if self.graph_scene.graph is None else self.graph_scene.sceneRect()
         if r.isEmpty():
             return
-        self.fitInView(r, Qt.AspectRatioMode.KeepAspectRatio)
-        if self.zoom > 1.2:
-            self.set_zoom(1.2, r.center())
-        self._zoom_changed()
+        vw, vh = max(self.viewport().width(), 1), max(self.viewport().height(), 1)
+        scale = min(0.98 * min(vw / r.width(), vh / r.height()), 1.2)
+        if scale >= FIT_FLOOR:
+            self.set_zoom(scale, r.center())
+            return
+        self.set_zoom(FIT_FLOOR, QPointF(r.center().x(), r.top() + vh / 2 / FIT_FLOOR))
+        self.flash(f"Too large to fit at a readable size: the top at {FIT_FLOOR:.0%} — the map shows the whole "
+                   "graph, Groups ▸ Collapse all gives an overview")
+
+    def flash(self, text: str, ms: int = 4000) -> None:
+        """A message over the view for a few seconds."""
+        self.set_message(text)
+        QTimer.singleShot(ms, lambda: self.set_message("") if self.message == text else None)
 
     def show_start(self) -> None:
         """Initial view of a new graph: all of it if it is readable that way, else the top at a
@@ -118,15 +136,26 @@ class GraphView(QGraphicsView):
         scale = max(min(READABLE, vw / r.width()), 0.55)
         self.setTransform(QTransform.fromScale(scale, scale))
         top = r.top() + (vh / 2) / scale
-        # centre on what comes first (the inputs), horizontally
-        x = r.center().x()
-        p = s.layout
-        if p is not None and p.nodes:
-            y0 = min(y for _x, y in p.nodes.values())
-            row = [cx for cx, cy in p.nodes.values() if cy < y0 + 60]
-            x = sum(row) / len(row)
-        self.centerOn(QPointF(x, top))
+        self.centerOn(QPointF(self._start_x(r, vw / scale, vh / scale), top))
         self._zoom_changed()
+
+    def _start_x(self, r: QRectF, width: float, height: float) -> float:
+        """Horizontal centre of the first view of a graph wider than the view: what comes first
+        (the inputs) and the labels (top-left corners) of the module boxes that start within the
+        first screen, as far as both fit; the inputs win when they cannot."""
+        p = self.graph_scene.layout
+        if p is None or not p.nodes:
+            return r.center().x()
+        y0 = min(y for _x, y in p.nodes.values())
+        row = [(cx, self.graph_scene.sizes[i][0]) for i, (cx, cy) in p.nodes.items() if cy < y0 + 60]
+        lo = min(cx - w / 2 for cx, w in row)
+        hi = max(cx + w / 2 for cx, w in row)
+        centre = sum(cx for cx, _w in row) / len(row)
+        bottom = r.top() + height
+        left = min([lo, *(b[0] for b in p.boxes.values() if b[1] < bottom)])
+        # as near the inputs' centre as keeps [left, hi] in view; if it cannot, the inputs win
+        least, most = hi + START_MARGIN - width / 2, left - START_MARGIN + width / 2
+        return min(max(centre, least), most) if least <= most else least
 
     def focus_indices(self, indices: list[int], *, zoom_in: bool = True) -> None:
         """Scroll (and zoom if needed) so these nodes are visible."""
@@ -286,6 +315,64 @@ class GraphView(QGraphicsView):
         e = s.edge_at(p, 4 / max(self.zoom, 0.01))
         return self.tooltip_for(e) if e is not None else ""  # type: ignore[misc]
 
+    # ---------------------------------------------------------------- pinned group labels
+    def pinned_labels(self) -> dict[int, float]:
+        """Module boxes whose header is in view but whose left edge (where the label is) is
+        scrolled away to the left: group id → scene x where the view pins the label instead."""
+        s, p = self.graph_scene, self.graph_scene.layout
+        if p is None or not s.detail or not p.expanded:
+            return {}
+        vis = self.mapToScene(self.viewport().rect()).boundingRect()
+        out: dict[int, float] = {}
+        left = vis.left() + PIN_INSET / max(self.zoom, 1e-6)
+        for gid in p.expanded:
+            box = p.boxes.get(gid)
+            item = s.groups.get(gid)
+            if box is None or item is None:
+                continue
+            x0, y0, x1, _y1 = box
+            if x0 + 4 >= left or not (vis.top() - 20 < y0 < vis.bottom()):
+                continue
+            if x1 - left > item.label_width() + 60:  # room for the label inside the box
+                out[gid] = left
+        return out
+
+    def label_rects(self) -> dict[int, QRectF]:
+        """Where the label of every expanded box whose header crosses the view is drawn (scene
+        coordinates): in its header, or pinned to the view's left edge (a box with too little of
+        it left in view for its label has none)."""
+        s, p = self.graph_scene, self.graph_scene.layout
+        if p is None:
+            return {}
+        vis = self.mapToScene(self.viewport().rect()).boundingRect()
+        pinned = self.pinned_labels()
+        out = {}
+        for gid in p.expanded:
+            box, item = p.boxes.get(gid), s.groups.get(gid)
+            if box is None or item is None or not (vis.top() - 20 < box[1] < vis.bottom()):
+                continue
+            if box[2] < vis.left() or box[0] > vis.right() or (box[0] < vis.left() and gid not in pinned):
+                continue  # out of view, or cut with no room for a pinned label
+            x = pinned.get(gid, box[0]) + 22
+            out[gid] = QRectF(x, box[1] + 4, item.label_width(), 18)
+        return out
+
+    def scrollContentsBy(self, dx: int, dy: int) -> None:
+        super().scrollContentsBy(dx, dy)
+        if dx and self._pinned:  # pinned labels stay at the left edge: repaint, do not shift pixels
+            self.viewport().update()
+
+    def _paint_pinned_labels(self, painter: QPainter) -> None:
+        pinned = self.pinned_labels()
+        self._pinned = bool(pinned)
+        groups = self.graph_scene.groups
+        depth = {gid: groups[gid].depth for gid in pinned}
+        painter.save()
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        for gid in sorted(pinned, key=depth.__getitem__):  # outer boxes first, inner ones over them
+            groups[gid].paint_pinned_label(painter, pinned[gid])
+        painter.restore()
+
     # ---------------------------------------------------------------- message overlay
     def set_message(self, text: str) -> None:
         self.message = text
@@ -293,6 +380,7 @@ class GraphView(QGraphicsView):
 
     def drawForeground(self, painter: QPainter, rect: QRectF) -> None:
         super().drawForeground(painter, rect)
+        self._paint_pinned_labels(painter)
         if not self.message:
             return
         painter.save()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import logging
+import os
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -22,6 +23,8 @@ from engine.ir import Operator
 
 from ..graph.model import PARAM, DisplayNode, shape_text
 from ..provenance import ProvenanceIndex
+from ..theme import muted as muted_colour
+from ..source_stack import call_stack, is_library
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +33,10 @@ VIEW_TITLES = {"aten": "ATen", "pnnx": "pnnx", "ncnn": "ncnn", "snapshot": "pass
 
 def _e(x: Any) -> str:
     return html.escape(str(x))
+
+
+def _span(html_text: str, muted: bool) -> str:
+    return f"<span class='muted'>{html_text}</span>" if muted else html_text
 
 
 def _fmt_value(v: Any, limit: int = 160) -> str:
@@ -87,7 +94,7 @@ class InspectorPanel(QWidget):
     def _page(self, body: str) -> str:
         pal = self.palette()
         text = pal.color(QPalette.ColorRole.Text).name()
-        muted = pal.color(QPalette.ColorRole.PlaceholderText).name()
+        muted = muted_colour(pal).name()
         link = pal.color(QPalette.ColorRole.Link).name()
         alt = pal.color(QPalette.ColorRole.AlternateBase).name()
         css = f"""
@@ -122,7 +129,7 @@ class InspectorPanel(QWidget):
         if node.kind == PARAM:
             out.extend(self._param_html(op, ctx))
         out.extend(self._args_html(view, op))
-        out.extend(self._module_html(op))
+        out.extend(self._module_html(op, ctx))
         out.extend(self._tensors_html("Inputs", op.inputs, op.input_names, ctx, view))
         out.extend(self._tensors_html("Outputs", op.outputs, [], ctx, view))
         if op.attrs:
@@ -161,7 +168,7 @@ class InspectorPanel(QWidget):
         rows.append("</table>")
         return rows
 
-    def _module_html(self, op: Operator) -> list[str]:
+    def _module_html(self, op: Operator, ctx: InspectorContext) -> list[str]:
         out: list[str] = []
         stack = op.meta.get("module_stack") or []
         if stack:
@@ -174,13 +181,32 @@ class InspectorPanel(QWidget):
         elif op.provenance.modules and any(op.provenance.modules):
             out.append("<h3>Modules</h3><div class='mono'>" +
                        "<br>".join(_e(m) for m in op.provenance.modules if m) + "</div>")
-        src = op.meta.get("source")
-        if src:
-            code = getattr(src, "code", "")
-            out.append(f"<h3>Source</h3><div class='mono'>{_e(src)}</div>")
-            if code:
-                out.append(f"<div class='mono muted'>{_e(code.strip())}</div>")
+        out.extend(self._source_html(op, ctx))
         return out
+
+    @staticmethod
+    def _source_html(op: Operator, ctx: InspectorContext) -> list[str]:
+        """The call stack, the deepest frame of the user's own code first (torch's and Python's
+        frames muted); the recorded source line when the file has no stack trace."""
+        frames = call_stack(ctx.program, op)
+        if not frames:
+            src = op.meta.get("source")
+            if not src:
+                return []
+            code = getattr(src, "code", "")
+            return [f"<h3>Source</h3><div class='mono'>{_e(src)}</div>"] + (
+                [f"<div class='mono muted'>{_e(code.strip())}</div>"] if code else [])
+        rows = ["<h3>Source <span class='muted'>(call stack, deepest first)</span></h3><table>"]
+        for k, f in enumerate(frames):
+            muted = is_library(f)
+            where = f"{_e(os.path.basename(f.file))}:{f.line}"
+            where = f"<b>{where}</b>" if k == 0 else where
+            rows.append(f"<tr><td class='mono' title='{_e(f.file)}'>{_span(where, muted)}</td>"
+                        f"<td class='mono'>{_span(_e(f.function), muted)}</td></tr>")
+            if f.code:
+                rows.append(f"<tr><td colspan='2' class='mono'>&nbsp;&nbsp;{_span(_e(f.code), muted or k > 0)}</td></tr>")
+        rows.append("</table>")
+        return rows
 
     def _tensors_html(self, title: str, operands, names: list[str], ctx: InspectorContext, view: str) -> list[str]:
         if not operands:

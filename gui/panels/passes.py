@@ -281,7 +281,7 @@ class PassesPanel(QWidget):
         self.model = PassTableModel(self)
         self.proxy = PassFilterProxy(self)
         self.proxy.setSourceModel(self.model)
-        self.table = row_table("passTable", self.proxy, stretch=1, row_height=21, grid=False)
+        self.table = row_table("passTable", self.proxy, stretch=6, row_height=21, grid=False)
         self.table.selectionModel().currentRowChanged.connect(self._on_current)
         self.hide_unchanged = QCheckBox("Hide passes that changed nothing")
         self.hide_unchanged.toggled.connect(self._on_hide)
@@ -311,6 +311,9 @@ class PassesPanel(QWidget):
         split.setStretchFactor(0, 0)
         split.setStretchFactor(1, 1)
         split.setSizes([430, 800])
+        self.splitter = split
+        self._split_by_user = False  #: the user moved the splitter: keep it where it is
+        split.splitterMoved.connect(lambda *_a: setattr(self, "_split_by_user", True))
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 4, 4, 4)
         lay.addWidget(split)
@@ -319,9 +322,26 @@ class PassesPanel(QWidget):
         """The conversion's pass records and, per record, its :class:`gui.document.NodeCounts`."""
         self.records = list(records)
         self.model.set_records(records, counts)
-        set_widths(self.table, {0: 28, 2: 36, 3: 36, 4: 36, 5: 64, 6: 48})
+        set_widths(self.table, {0: 28, 2: 36, 3: 36, 4: 36, 5: 64, 6: 56})
+        self._fit_names()
         self.diff.clear()
         self.description.setText("Select a pass to see what it changed." if records else "Not converted yet.")
+
+    def _fit_names(self) -> None:
+        """The pass column as wide as the longest name, and the list as wide as its columns
+        (up to 55 % of the panel): no pass name is cut at the default size."""
+        t = self.table
+        t.resizeColumnToContents(1)
+        need = sum(t.columnWidth(c) for c in range(self.model.columnCount())) + t.verticalScrollBar().sizeHint().width() \
+            + 2 * t.frameWidth() + 6
+        total = sum(self.splitter.sizes()) or self.width()
+        left = min(need, int(total * 0.55))
+        self.splitter.setSizes([left, max(total - left, 1)])
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        if self.records and not self._split_by_user:
+            self._fit_names()
 
     def current_index(self) -> int:
         idx = self.table.currentIndex()

@@ -9,16 +9,20 @@ from typing import Sequence
 
 from PySide6.QtCore import QModelIndex, Qt, Signal
 from PySide6.QtGui import QColor
-from PySide6.QtWidgets import QLabel, QStyle, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHeaderView, QLabel, QStyle, QVBoxLayout, QWidget
 
 from engine.diagnostics import Diagnostic
 
-from .tables import RowTableModel, row_table, set_widths
+from .tables import RowTableModel, row_table
 
 
 def _short_source(source: str) -> str:
     """``/long/path/model.py:93`` → ``model.py:93`` (the tooltip keeps the whole path)."""
     return os.path.basename(source) if source else ""
+
+
+#: widest the node, op, module, source and stage columns get (pixels)
+COLUMN_CAPS = {1: 220, 2: 240, 4: 200, 5: 180, 6: 190}
 
 
 class ProblemsModel(RowTableModel):
@@ -70,6 +74,9 @@ class ProblemsPanel(QWidget):
         self.summary = QLabel("Not converted yet.")
         self.summary.setObjectName("problemsSummary")
         self.table = row_table("problemsTable", self.model, stretch=3)
+        self.table.setWordWrap(True)  # a long reason wraps in its row instead of being cut
+        self.table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.table.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         self.table.clicked.connect(self._activate)
         self.table.activated.connect(self._activate)
         lay = QVBoxLayout(self)
@@ -90,7 +97,17 @@ class ProblemsPanel(QWidget):
             self.summary.setText(f"<b>{errors}</b> error{'s' if errors != 1 else ''}, "
                                  f"{warnings} warning{'s' if warnings != 1 else ''} — "
                                  "click one to find it in the graphs")
-        set_widths(self.table, {0: 24, 1: 130, 2: 200, 4: 150, 5: 150, 6: 120})
+        self._fit_columns()
+
+    def _fit_columns(self) -> None:
+        """Every column but the reason as wide as its longest cell (within a cap; the tooltip
+        has the rest); the reason takes what is left and wraps."""
+        t = self.table
+        t.setColumnWidth(0, 24)
+        for c, cap in COLUMN_CAPS.items():
+            t.resizeColumnToContents(c)
+            t.setColumnWidth(c, max(min(t.columnWidth(c), cap), 60))
+        t.resizeRowsToContents()
 
     def _activate(self, index: QModelIndex) -> None:
         if index.isValid():

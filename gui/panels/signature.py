@@ -21,8 +21,8 @@ def _item(text: Any, *, bold: bool = False, mono: bool = False, tip: str = "") -
         if mono:
             f.setFamily("DejaVu Sans Mono")
         it.setFont(f)
-    if tip:
-        it.setToolTip(tip)
+    if tip or mono:
+        it.setToolTip(tip or it.text())
     return it
 
 
@@ -43,8 +43,11 @@ class SignaturePanel(QWidget):
         self.tree.setAlternatingRowColors(True)
         self.tree.setUniformRowHeights(True)
         self.tree.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.tree.header().setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
-        self.tree.header().setStretchLastSection(True)
+        head = self.tree.header()
+        for c in (0, 1, 2):  # as wide as their cells; the shape gets the rest
+            head.setSectionResizeMode(c, QHeaderView.ResizeMode.ResizeToContents)
+        head.setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
+        head.setStretchLastSection(True)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(self.tree)
@@ -53,6 +56,8 @@ class SignaturePanel(QWidget):
         label = f"{title} ({count})" if count is not None else title
         g = _item(label, bold=True)
         self.model.appendRow([g, _item(""), _item(""), _item("")])
+        # a group's title spans the row: it does not widen the name column
+        self.tree.setFirstColumnSpanned(self.model.rowCount() - 1, self.model.invisibleRootItem().index(), True)
         return g
 
     def set_program(self, program: Any | None, package: Any | None = None) -> None:

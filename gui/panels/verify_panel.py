@@ -19,6 +19,7 @@ from PySide6.QtWidgets import QCheckBox, QComboBox, QLabel, QSplitter, QToolButt
 
 from engine.verify.result import INHERITED
 
+from ..theme import muted as muted_colour
 from ..verify_model import MEASURES, VerifyRun, layer_value
 from ..verify_scale import ErrorScale, format_error
 from .tables import hrow, row_table, set_widths
@@ -150,7 +151,7 @@ class VerifyPanel(QWidget):
     def show_run(self, run: VerifyRun, scale: ErrorScale) -> None:
         self.run, self.scale = run, scale
         r = run.result
-        muted = self.palette().color(QPalette.ColorRole.PlaceholderText).name()
+        muted = muted_colour(self.palette()).name()
         self.summary.setText(summary_html(run, muted))
         self.model.set_records(r.layers, scale, r.first_divergent)
         self.model.set_measure(self.measure)
@@ -231,6 +232,6 @@ class VerifyPanel(QWidget):
                 hasattr(self, "plot"):
             self.plot.apply_palette()
             if self.run is not None:
-                muted = self.palette().color(QPalette.ColorRole.PlaceholderText).name()
+                muted = muted_colour(self.palette()).name()
                 self.summary.setText(summary_html(self.run, muted))
             self.paletteChanged.emit()

@@ -84,6 +84,7 @@ class ErrorPlot(QWidget):
         lay.setSpacing(2)
         lay.addWidget(self.plot, 1)
         lay.addWidget(self.readout)
+        self.plot.setVisible(False)  # until there is something to plot
         self.apply_palette()
 
     # ---------------------------------------------------------------- theme
@@ -119,6 +120,8 @@ class ErrorPlot(QWidget):
         self.first_line.setVisible(False)
         self.tol_line.setVisible(False)
         self.readout.setText(" ")
+        self.plot.setXRange(0, 1, padding=0)  # nothing of an earlier model's range stays
+        self.plot.setVisible(False)
 
     def set_data(self, records: Sequence[LayerRecord], values: Sequence[float | None],
                  own: Sequence[float | None], scale: ErrorScale, first: LayerRecord | None) -> None:
@@ -126,6 +129,7 @@ class ErrorPlot(QWidget):
         ``records[i]``; ``own`` the layers' errors alone."""
         self.records, self.scale = list(records), scale
         self.values = list(values)
+        self.plot.setVisible(True)
         self.bottom = math.log10(scale.low) - 1.0  #: where exact matches and uncompared layers sit
         self.top = math.log10(scale.high) + 1.0  #: where uncomputed values sit
         self.x = np.array([r.index for r in self.records], dtype=float)

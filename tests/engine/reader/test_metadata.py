@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from engine.reader.metadata import (MetadataError, MetadataParser, normalize_module_path, parse_module_stack,
-                                    parse_source, split_outside_brackets)
+                                    parse_source, parse_stack_trace, split_outside_brackets)
 from engine.reader.schema import ModuleFrame, SourceLocation
 
 TRACE = ('File "/work/app/model.py", line 42, in forward\n    x = self.conv(x)\n'
@@ -35,6 +35,14 @@ def test_source_location_is_the_first_frame():
     assert parse_source(TRACE) == SourceLocation("/work/app/model.py", 42, "forward", "x = self.conv(x)")
     assert str(parse_source(TRACE)) == "/work/app/model.py:42"
     assert parse_source("no frames here") is None
+
+
+def test_stack_trace_lists_every_frame_outermost_first():
+    frames = parse_stack_trace(TRACE)
+    assert [str(f) for f in frames] == ["/work/app/model.py:42", "/venv/torch/nn/modules/conv.py:565"]
+    assert frames[1].function == "forward" and frames[1].code == "return self._conv_forward(x)"
+    assert frames[0] == parse_source(TRACE)
+    assert parse_stack_trace("no frames here") == []
 
 
 def test_parser_fills_every_field_and_reuses_parsed_strings():

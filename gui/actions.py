@@ -40,6 +40,8 @@ class Actions:
     open: QAction = None  # type: ignore[assignment]
     export: QAction = None  # type: ignore[assignment]
     write_pnnx: QAction = None  # type: ignore[assignment]
+    export_image: QAction = None  # type: ignore[assignment]
+    link_views: QAction = None  # type: ignore[assignment]
     quit: QAction = None  # type: ignore[assignment]
     convert: QAction = None  # type: ignore[assignment]
     convert_options: QAction = None  # type: ignore[assignment]
@@ -95,6 +97,8 @@ def build_actions(win: "MainWindow") -> Actions:
                            checkable=True)
     A.write_pnnx.setChecked(win.settings.get("export/pnnx", False, bool))
     A.write_pnnx.toggled.connect(lambda on: win.settings.set("export/pnnx", on))
+    A.export_image = _action(win, "Export &Graph Image…", win.exporter.start_image, K("Ctrl+Shift+E"),
+                             "Save the graph last clicked as an SVG or PNG picture")
     A.quit = _action(win, "&Quit", win.close, K(K.StandardKey.Quit), "Quit")
     A.convert = _action(win, "&Convert", lambda: win.convert(), K("Ctrl+R"), "Convert to ncnn", icons.icon("convert"))
     A.convert_options = _action(win, "Convert with &Options…", win.convert_dialog, K("Ctrl+Shift+R"),
@@ -120,6 +124,10 @@ def build_actions(win: "MainWindow") -> Actions:
     A.zoom_out = _action(win, "Zoom &Out", lambda: win.active_panel().view.zoom_by(0.8), K("Ctrl+-"), "Zoom out",
                          icons.icon("zoom-out"))
     A.other_view = _action(win, "Switch Graph", win.focus_other_view, K("F6"), "Move the focus to the other graph")
+    A.link_views = _action(win, "&Link Graph Views", None, K("Ctrl+L"),
+                           "Pan and zoom both graphs together (the other view follows to what it became)",
+                           checkable=True)
+    A.link_views.setChecked(win.settings.get("view/linked", False, bool))
 
     mb = win.menuBar()
     m = mb.addMenu("&File")
@@ -132,6 +140,7 @@ def build_actions(win: "MainWindow") -> Actions:
     m.addSeparator()
     m.addAction(A.export)
     m.addAction(A.write_pnnx)
+    m.addAction(A.export_image)
     m.addSeparator()
     m.addAction(A.quit)
 
@@ -148,7 +157,7 @@ def build_actions(win: "MainWindow") -> Actions:
     for a in (A.find, A.find_next, A.find_prev):
         m.addAction(a)
     m.addSeparator()
-    for a in (A.hide_params, A.fit, A.zoom_in, A.zoom_out, A.other_view):
+    for a in (A.hide_params, A.fit, A.zoom_in, A.zoom_out, A.other_view, A.link_views):
         m.addAction(a)
     m.addSeparator()
     A.docks_menu = m.addMenu("&Panels")

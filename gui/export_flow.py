@@ -146,3 +146,37 @@ class ExportFlow:
         from .errors import describe
 
         self.win.status(f"Export failed — nothing written: {describe(error)[0]}")
+
+    # ---------------------------------------------------------------- graph pictures
+    def start_image(self) -> None:
+        """File ▸ Export Graph Image: the graph last clicked, as SVG or PNG (non-blocking dialog)."""
+        win = self.win
+        panel = win.active_panel()
+        if panel.graph is None:
+            win.status("No graph to export")
+            return
+        view = panel.key if panel.key == "aten" else win._right_graph_key()
+        stem = Path(win.doc.path).with_suffix("").name if win.doc else "graph"
+        folder = default_folder(win.doc.path if win.doc else "", win.settings.get("export/dir", None, str))
+        dlg = QFileDialog(win, f"Export the {view} graph as a picture", os.path.join(folder, f"{stem}-{view}.svg"),
+                          "SVG picture (*.svg);;PNG image (*.png)")
+        dlg.setAcceptMode(QFileDialog.AcceptMode.AcceptSave)
+        dlg.filterSelected.connect(lambda f, d=dlg: d.setDefaultSuffix("png" if "png" in f else "svg"))
+        dlg.setDefaultSuffix("svg")
+        dlg.fileSelected.connect(lambda path, p=panel, v=view: self._image_chosen(p, v, path))
+        dlg.finished.connect(lambda _r, d=dlg: d.deleteLater())
+        self.dialog = dlg
+        dlg.open()
+
+    def _image_chosen(self, panel, view: str, path: str) -> None:
+        from .graph.export_image import export_image
+
+        if not path:
+            return
+        self.win.settings.set("export/dir", os.path.dirname(path))
+        try:
+            w, h = export_image(panel.scene, path, title=f"{self.win.doc.name if self.win.doc else ''} — {view}")
+        except (OSError, ValueError) as e:
+            self.win.reporter.report("Cannot export the graph", str(e))
+            return
+        self.win.status(f"Exported the {view} graph → {os.path.basename(path)} ({w:,}×{h:,}) in {os.path.dirname(path)}")

@@ -30,6 +30,7 @@ from .export_flow import ExportFlow, export_paths
 from .export_flow import write_files as _write_files  # noqa: F401  (kept importable from here)
 from .gcpause import install_collector
 from .graph.panel import GraphPanel
+from .linked_views import ViewLink
 from .panels.inspector import InspectorContext, InspectorPanel
 from .panels.passes import PassesPanel
 from .panels.problems import ProblemsPanel
@@ -136,6 +137,9 @@ class MainWindow(QMainWindow):
         self.progress_label = self.status_area.task
         self.cancel_btn = self.status_area.stop
         self.shortcut_guard = ShortcutGuard(self)
+        self.view_link = ViewLink(self.sync, self)
+        self.actions.link_views.toggled.connect(self.set_linked_views)
+        self.view_link.set_enabled(self.actions.link_views.isChecked())
         self.verifier = VerifyController(self, self.verify_panel)
         self._update_enabled()
         self.resize(1480, 920)
@@ -539,6 +543,11 @@ class MainWindow(QMainWindow):
         self.settings.set("view/hide_params", hide)
         for p in (self.aten_panel, self.right_panel):
             p.set_hide_params(hide)
+
+    def set_linked_views(self, on: bool) -> None:
+        """View ▸ Link Graph Views."""
+        self.settings.set("view/linked", on)
+        self.view_link.set_enabled(on, lead=self.sync.last_side)
 
     def set_scheme(self, scheme: str) -> None:
         self.settings.set("view/theme", scheme)

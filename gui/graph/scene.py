@@ -530,6 +530,18 @@ class GraphScene(QGraphicsScene):
         hit = np.nonzero((r[:, 0] <= x) & (x <= r[:, 2]) & (r[:, 1] <= y) & (y <= r[:, 3]))[0]
         return int(self._codes[hit[-1]]) if len(hit) else None
 
+    def nearest(self, pos: QPointF) -> tuple[list[int], QPointF] | None:
+        """The visible node or collapsed box whose centre is nearest a scene position: the node
+        indices it shows (a box: every node inside) and its centre."""
+        if not len(self._rects) or self.graph is None:
+            return None
+        r = self._rects
+        cx, cy = (r[:, 0] + r[:, 2]) / 2, (r[:, 1] + r[:, 3]) / 2
+        k = int(np.argmin((cx - pos.x()) ** 2 + (cy - pos.y()) ** 2))
+        code = int(self._codes[k])
+        nodes = [code] if code >= 0 else (self.tree.nodes_of(-1 - code) if self.tree is not None else [])
+        return nodes, QPointF(float(cx[k]), float(cy[k]))
+
     def node_at(self, pos: QPointF) -> int | None:
         """Index of the visible node under a scene position."""
         code = self.element_at(pos)

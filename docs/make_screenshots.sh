@@ -13,3 +13,4 @@ shot studio-passes   "$S" --pass fuse_conv_batchnorm --panel passes
 shot studio-weights  "$S" --tensor blocks.1.expand.0.weight --panel tensors
 shot studio-verify   "$S" --converters docs/examples/break_one_relu.py --verify --right ncnn
 shot studio-groups   resources/samples/tiny_transformer.pt2 --panel signature
+shot studio-dark     "$S" --theme dark --select hardswish --right ncnn --panel signature

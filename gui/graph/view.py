@@ -119,7 +119,7 @@ class GraphView(QGraphicsView):
     def flash(self, text: str, ms: int = 4000) -> None:
         """A message over the view for a few seconds."""
         self.set_message(text)
-        QTimer.singleShot(ms, lambda: self.set_message("") if self.message == text else None)
+        QTimer.singleShot(ms, self, lambda: self.set_message("") if self.message == text else None)
 
     def show_start(self) -> None:
         """Initial view of a new graph: all of it if it is readable that way, else the top at a

@@ -93,9 +93,10 @@ class Document:
 
     def summary(self) -> str:
         ep = self.program
-        n_ops = sum(1 for n in ep.nodes)
+        n_ops = sum(1 for op in self.aten.ops if node_kind(op) == OP)
         tv = f"torch {ep.torch_version}" if ep.torch_version else "torch ?"
-        return f"{self.name} · {n_ops:,} nodes · {ep.dialect} · schema {ep.schema_version} · {tv}"
+        # "ops" as the ATen graph's header counts them (operator calls: no inputs, outputs, weights)
+        return f"{self.name} · {n_ops:,} ATen ops · {ep.dialect} · schema {ep.schema_version} · {tv}"
 
     def close(self) -> None:
         try:

@@ -5,8 +5,10 @@ Opening (:meth:`MainWindow.open_file`), converting (:meth:`MainWindow.convert`),
 :class:`~gui.workers.TaskRunner`; their results come back to the ``_on_*`` methods here, which
 hand them to the views. Every task failure goes to the :class:`~gui.errors.ErrorReporter`. A
 failed open keeps the previous model. Menus and shortcuts are built in :mod:`gui.actions`;
-selection linking lives in :mod:`gui.sync`; the Verify action, its dock and the error colouring
-in :mod:`gui.verify_controller`.
+selection linking lives in :mod:`gui.sync`, linked panning and zooming in
+:mod:`gui.linked_views`; the Verify action, its dock and the error colouring in
+:mod:`gui.verify_controller`; exporting (model files and graph pictures) in
+:mod:`gui.export_flow`; the status bar in :mod:`gui.statusbar`.
 """
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
 """The main window's status bar: :class:`StatusArea`.
 
 Left, the last status message; right, the model summary, then — only while a task that is worth
-showing runs — what it is doing (a label wide enough for its whole text), a small percentage bar
-and Stop. The running task's name and latest progress message go to the label, never into the
-bar (whose few pixels would clip them). Stop (and Model ▸ Stop) are enabled only while something
+showing runs — the step it is on (a label wide enough for its whole text; the task's name in its
+tooltip), a small percentage bar and Stop. The progress message goes to the label, never into the
+bar (whose few pixels would clip it). Stop (and Model ▸ Stop) are enabled only while something
 runs.
 """
 from __future__ import annotations
@@ -50,6 +50,7 @@ class StatusArea:
         self.stop.setDefaultAction(stop_action)
         self.stop.setText("Stop")
         self.stop.setToolTip("Stop what is running (Ctrl+.)")
+        self.stop.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         bar.addWidget(self.message, 1)
         bar.addPermanentWidget(self.summary)
         bar.addPermanentWidget(self.task)
@@ -79,15 +80,19 @@ class StatusArea:
         if total > 0:
             self.bar.setRange(0, total)
             self.bar.setValue(done)
-        self._set_text(f"{self._name}: {message}" if message else self._name)
+        # the message at the left already names the task ("Converting m.pt2…"): the step here
+        self._set_text(message or self._name, f"{self._name}: {message}" if message else self._name)
 
-    def _set_text(self, text: str) -> None:
+    def _set_text(self, text: str, tip: str = "") -> None:
         # as wide as the text needs (a very long one is elided in the middle): never clipped
         fm = self.task.fontMetrics()
         shown = fm.elidedText(text, Qt.TextElideMode.ElideMiddle, MAX_TEXT_WIDTH)
         self.task.setText(shown)
-        self.task.setToolTip(text)
+        self.task.setToolTip(tip or text)
         self.task.setMinimumWidth(fm.horizontalAdvance(shown) + 8)
+        bar = self.task.parentWidget()
+        if bar is not None and bar.layout() is not None:
+            bar.layout().activate()  # at once: the next frame must not draw the bar over the text
 
     def _on_busy(self, busy: bool) -> None:
         self.stop_action.setEnabled(busy)

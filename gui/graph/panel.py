@@ -1,5 +1,6 @@
-"""A graph view with its header: title, which graph to show, module groups, hide-parameters,
-fit, status.
+"""A graph view with its header (:class:`~gui.graph.header.PanelHeader`: title, which graph to
+show, what it holds, zoom, module groups, hide-parameters, fit) and, while Verify colours it, a
+legend strip between the two (:meth:`GraphPanel.set_legend`).
 
 :class:`GraphPanel` takes a :class:`~gui.graph.model.DisplayGraph`, groups it by module
 (:func:`~gui.graph.grouping.group_tree`), measures its nodes and boxes (GUI thread: font

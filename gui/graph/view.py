@@ -8,7 +8,10 @@ bottom-right corner shows where the view is in a graph larger than it. Keys: ``+
 the graph (Up: a producer, Down: a consumer, Left/Right: the neighbour in the same layer),
 ``Home``/``End`` the first/last node, ``Enter`` centres on the selection, ``Esc`` clears it.
 Tooltips are built lazily for the node or edge under the cursor. A message (e.g. "Laying
-out…") can be painted over an empty or stale view.
+out…") can be painted over an empty or stale view. The label of a module box whose left edge
+is scrolled away is pinned at the view's left edge (:meth:`GraphView.pinned_labels`); the first
+view of a wide graph keeps those labels in view when it can (:meth:`GraphView.show_start`).
+Fit never goes below :data:`FIT_FLOOR`.
 """
 from __future__ import annotations
 

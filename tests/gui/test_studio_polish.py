@@ -137,10 +137,15 @@ def test_signature_problems_and_pass_names_are_not_cut_at_the_default_size(windo
         assert rect.right() <= pt.viewport().width()
 
 
-def test_an_error_dialog_keeps_a_path_on_one_line(window, qtbot, tmp_path):
+def test_an_error_dialog_keeps_a_path_on_one_line(window, qtbot):
+    import shutil
+    import tempfile
+    from pathlib import Path
+
     from PySide6.QtWidgets import QLabel
 
-    deep = tmp_path / "exported_models"
+    short = Path(tempfile.mkdtemp(prefix="m"))  # a path that fits the offscreen screen (800 px) on one line
+    deep = short / "exported_models"
     deep.mkdir(parents=True)
     bad = deep / "not_a_model.pt2"
     bad.write_text("this is not a zip archive")
@@ -152,6 +157,7 @@ def test_an_error_dialog_keeps_a_path_on_one_line(window, qtbot, tmp_path):
     assert str(bad) in label.text()
     assert label.width() >= label.fontMetrics().horizontalAdvance(str(bad)), (label.width(), str(bad))
     window.reporter.dismiss_all()
+    shutil.rmtree(short)
 
 
 # ---------------------------------------------------------------------------------- 13

@@ -40,6 +40,7 @@ from typing import Sequence
 import numpy as np
 
 from ..convert.context import Unsupported
+from ..convert.layout import reshape_axis
 from ..convert.registry import Priority, aten_converter, ncnn_rule
 from ..convert.shapes import batch_dim, ncnn_axis, ncnn_shape, normalize_dim, set_batch_dim
 from ..ir import Dim, Operand
@@ -527,13 +528,55 @@ def gather(ctx, op):
 
 # ----------------------------------------------------------------------------- pnnx → ncnn
 
+def moves_batch(x: Operand, out: Operand) -> bool:
+    """Whether reshaping ``x`` to ``out`` moves data between the batch and the blob's dims (the
+    batch axis is merged, split off or changes whole): then a per-sample reshape is wrong unless
+    both batches are a static 1."""
+    bi, bo = batch_dim(x), batch_dim(out)
+    if bi is None and bo is None:
+        return False
+    si = x.shape[bi] if bi is not None else 1
+    so = out.shape[bo] if bo is not None else 1
+    if si == 1 and so == 1:
+        return False
+    return bi is None or bo is None or reshape_axis(x.shape, bi, out.shape) != bo
+
+
+def batch_reshape(ctx, x: Operand, out: Operand) -> Operand:
+    """One ncnn ``Reshape`` over the whole logical tensors (the batch as a dim): ``12=`` where
+    the batch axis is in ``x``'s torch shape, ``13=`` where it goes in ``out``'s (233: none)."""
+    bi, bo = batch_dim(x), batch_dim(out)
+    src, dst = list(x.shape), list(out.shape)
+    dims: list[int] = []
+    inferred = False
+    for j, d in enumerate(dst):
+        if isinstance(d, int):
+            dims.append(d)
+        elif j < len(src) and src[j] == d:
+            dims.append(int(ReshapeDim.KEEP))
+        elif not inferred:
+            dims.append(int(ReshapeDim.INFER))
+            inferred = True
+        else:
+            ctx.unsupported(f"reshape of {x.name} {src} to {dst} moving the batch axis with more than one dynamic dim")
+    if not 1 <= len(dims) <= 5:
+        ctx.unsupported(f"reshape to {dst}: ncnn holds at most 4 dims and a batch")
+    axes = {"input_batch_axis": 233 if bi is None else bi, "output_batch_axis": 233 if bo is None else bo}
+    if len(dims) == 5:
+        return ctx.layer("Reshape", [x], shape_expr=",".join(str(d) for d in reversed(dims)), **axes)
+    return ctx.layer("Reshape", [x], **dict(zip(_DIM_NAMES[len(dims)], dims)), **axes)
+
+
 @ncnn_rule("Tensor.reshape", "Tensor.view", "torch.flatten", "torch.squeeze", "torch.unsqueeze")
 def reshape_ncnn(ctx, op):
     """Every reshape-like op: nothing, Flatten or Reshape to the output's ncnn shape (with a
-    shape expression when more than one dim is dynamic)."""
+    shape expression when more than one dim is dynamic); a ``Reshape`` with batch axes when the
+    batch moves (:func:`moves_batch`)."""
     out = ncnn_shape(op.outputs[0])
     if out is None or ncnn_shape(op.inputs[0]) is None:
         ctx.unsupported("reshape of a tensor of unknown shape")
+    if moves_batch(op.inputs[0], op.outputs[0]):
+        return batch_reshape(ctx, op.inputs[0], op.outputs[0])
     try:
         return reshape_to(ctx, op.inputs[0], out, final=True)
     except Unsupported:

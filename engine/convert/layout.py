@@ -319,10 +319,21 @@ def _unbind(op):
     return OpLayout(links)
 
 
-@layout_rule("Tensor.expand", "Tensor.expand_as", "Tensor.repeat", "F.pad", "torch.tile")
+@layout_rule("Tensor.repeat", "F.pad", "torch.tile")
 def _resize_some(op):
-    """Axes whose size the op keeps (expand/repeat of 1, not padded) are untouched."""
+    """Axes whose size the op keeps (repeat of 1, not padded) are untouched."""
     return OpLayout(broadcast_links(op, inputs=[0]))
+
+
+@layout_rule("Tensor.expand", "Tensor.expand_as")
+def _expand(op):
+    """Kept axes link; so does a 1 expanded along what becomes a batch axis: the blob stays one
+    sample (n = 1) that ncnn broadcasts over the batch where it meets a batched value."""
+    x, y = _shape(op.inputs[0]), _shape(op.outputs[0])
+    if x is None or y is None or len(x) > len(y):
+        return None
+    off = len(y) - len(x)
+    return OpLayout([Link(0, a, 0, a + off) for a in range(len(x)) if same_dim(x[a], y[a + off]) or x[a] == 1])
 
 
 # ----------------------------------------------------------------------------- reductions

@@ -836,16 +836,18 @@ def index_select_ncnn(ctx, op):
 
 def _tile(ctx, x: Operand, out: Operand, repeats: Sequence) -> Operand:
     """``x`` (right-aligned to ``out``'s rank) tiled ``repeats[i]`` times along each dim of ``out``:
-    an ncnn ``Tile`` with numpy-style ``repeats`` over the batch-less axes."""
+    an ncnn ``Tile`` with numpy-style ``repeats`` over the batch-less axes. The output's batch
+    axis is never tiled: it is ``x``'s own batch (or a 1 ncnn broadcasts over the batch)."""
     rank = len(out.shape)
     padded = [1] * (rank - len(x.shape)) + list(x.shape)
     bo, bx = batch_dim(out), batch_dim(x)
-    if bx is not None:
-        padded[bx + rank - len(x.shape)] = 1  # the batch of x is a 1 in ncnn, wherever it lands
+    at = None if bx is None else bx + rank - len(x.shape)
     if bo is not None:
-        if repeats[bo] != 1:
+        if repeats[bo] != 1 or (at != bo and padded[bo] != 1):
             ctx.unsupported(f"repeating along the batch axis of {x.name} {x.shape}")
         padded, repeats = padded[:bo] + padded[bo + 1:], list(repeats[:bo]) + list(repeats[bo + 1:])
+    elif at is not None:
+        ctx.unsupported(f"tiling {x.name} {x.shape} whose batch axis the result does not keep")
     if len(padded) > 4:
         ctx.unsupported(f"tiling a {len(padded)}-D tensor (ncnn blobs have at most 4 dims)")
     if not all(isinstance(r, int) and r >= 1 for r in repeats):
@@ -862,17 +864,12 @@ def expand_ncnn(ctx, op):
     if x.shape is None or out.shape is None or len(out.shape) < len(x.shape):
         ctx.unsupported(f"expand of {x.name} {x.shape} to {out.shape}")
     padded = [1] * (len(out.shape) - len(x.shape)) + list(x.shape)
-    bx = batch_dim(x)
-    if bx is not None:
-        padded[bx + len(out.shape) - len(x.shape)] = 1
     repeats = []
     for i, (a, b) in enumerate(zip(padded, out.shape)):
-        if a == b:
-            repeats.append(1)
+        if a == b or i == batch_dim(out):
+            repeats.append(1)  # the batch axis: x's own batch, or a 1 ncnn broadcasts over it
         elif a == 1 and isinstance(b, int):
             repeats.append(b)
-        elif a == 1 and i == batch_dim(out):
-            repeats.append(1)  # the batch of one stays one in ncnn
         else:
             ctx.unsupported(f"expand of {x.name} {x.shape} to {out.shape} (dim {i}: {a} -> {b})")
     return _tile(ctx, x, out, repeats)

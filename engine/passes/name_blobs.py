@@ -10,7 +10,10 @@ from ..convert.shapes import batch_dim
 from .manager import graph_pass
 
 
-def _entry(opd, original: str) -> dict:
+def _entry(opd, original: str, value: dict | None = None) -> dict:
+    """``value``: the output's own view (its marker's, see ``converters.structural``)."""
+    if value is not None:
+        return {"blob": opd.name, "name": original, **value}
     return {"blob": opd.name, "name": original, "shape": list(opd.shape) if opd.shape is not None else None,
             "dtype": opd.dtype, "batch_dim": batch_dim(opd)}
 
@@ -26,7 +29,7 @@ def run(graph, cx):
         inputs.append((op, opd, original))
     for k, op in enumerate(graph.ops_of_type("Output")):
         opd = op.inputs[0]
-        outputs.append((opd, opd.meta.get("user_output_name", opd.name)))
+        outputs.append((opd, opd.meta.get("user_output_name", opd.name), op.meta.get("value")))
         graph.remove_input(op, 0)
         graph.remove_op(op)
     wanted = {f"in{k}" for k in range(len(inputs))} | {f"out{k}" for k in range(len(outputs))}
@@ -41,13 +44,13 @@ def run(graph, cx):
         graph.rename_operand(opd, f"in{k}")
     seen = set()
     named = []
-    for k, (opd, original) in enumerate(outputs):
+    for k, (opd, original, value) in enumerate(outputs):
         if id(opd) in seen or any(opd is x for _, x, _ in inputs):
             # the same blob returned twice, or an input returned as is: keep its name
-            named.append(_entry(opd, original))
+            named.append(_entry(opd, original, value))
             continue
         seen.add(id(opd))
         graph.rename_operand(opd, f"out{k}")
-        named.append(_entry(opd, original))
+        named.append(_entry(opd, original, value))
     graph.meta["inputs"] = [_entry(opd, original) for _, opd, original in inputs]
     graph.meta["outputs"] = named

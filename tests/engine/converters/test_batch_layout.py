@@ -149,3 +149,17 @@ def test_dynamic_batch(tmp_path, dialect):
     for n in (2, 5):
         check_module(ConvNet(), [_r(3, 3, 10, 10)], tmp_path, dialect=dialect, name=f"dyn{n}",
                      dynamic_shapes=({0: batch},), run_inputs=[_r(n, 3, 10, 10)])
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_output_whose_batch_moved(tmp_path, dialect):
+    """conv(x).permute(1, 0, 2, 3) is the conv's blob read with its batch at dim 1."""
+    conv = nn.Conv2d(3, 4, 1)
+    c = check_module(Fn(lambda w: conv(w).permute(1, 0, 2, 3)), [_r(2, 3, 5, 7)], tmp_path, dialect=dialect)
+    assert [d["batch_dim"] for d in c.result.ncnn.meta["outputs"]] == [1]
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_normalize_a_batch(tmp_path, dialect):
+    """F.normalize expands the (N, 1, H, W) norm over channels of a batch of two."""
+    check_module(Fn(lambda x: F.normalize(F.max_pool2d(x, 1), dim=1)), [_r(2, 3, 5, 7)], tmp_path, dialect=dialect)

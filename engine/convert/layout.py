@@ -47,6 +47,8 @@ class OpLayout:
     free: bool = False
     #: the op reads its inputs in whatever layout they have (a shape query, an output marker)
     neutral: bool = False
+    #: inputs read only for their sizes (shape expressions): taken in whatever layout they have
+    measured: frozenset = frozenset()
 
     def links_from(self, i: int, a: int) -> list[Link]:
         return [ln for ln in self.links if ln.i == i and ln.a == a]
@@ -418,9 +420,10 @@ def _batch_first(op, rank: int | None):
     x = _shape(op.inputs[0])
     if x is None:
         return None
+    measured = frozenset(range(1, len(op.inputs))) if "size_expr" in op.params else frozenset()
     if rank is not None and len(x) != rank or rank is None and len(x) < 2:
-        return OpLayout(identity_links(op, skip=range(len(x))))  # one unbatched sample: nothing links
-    return OpLayout([Link(0, 0, 0, 0)], required={0: 0}, required_out={0: 0})
+        return OpLayout(measured=measured)  # one unbatched sample: nothing links
+    return OpLayout([Link(0, 0, 0, 0)], required={0: 0}, required_out={0: 0}, measured=measured)
 
 
 for _t, _r in BATCH_FIRST.items():

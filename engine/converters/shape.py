@@ -146,7 +146,7 @@ def _size_param(op, key: str) -> list:
     return [s if isinstance(s, int) else (out[i] if i < len(out) else -1) for i, s in enumerate(size)]
 
 
-def _size_term(ctx, opd: Operand, refs: list[Operand]) -> str | None:
+def size_term(ctx, opd: Operand, refs: list[Operand]) -> str | None:
     """A run-time size value as a pnnx shape expression over ``refs`` (``size(@k,dim)``, with
     arithmetic), adding the tensors it measures to ``refs``; None when not expressible."""
     c = opd.meta.get("const")
@@ -167,7 +167,7 @@ def _size_term(ctx, opd: Operand, refs: list[Operand]) -> str | None:
             tree = parse_expression(str(p.params["expr"]))
         except ExpressionError:
             return None
-        return _format_tree(tree, lambda i: _size_term(ctx, p.inputs[i], refs) if i < len(p.inputs) else None)
+        return _format_tree(tree, lambda i: size_term(ctx, p.inputs[i], refs) if i < len(p.inputs) else None)
     return None
 
 
@@ -188,7 +188,7 @@ def _emit_reshape(ctx, op, key: str):
     if sum(1 for d in (op.outputs[0].shape or [])[1:] if not isinstance(d, int)) >= 2:
         refs = [x]
         terms = [str(s) if isinstance(s, int) else (None if op.named_input(f"{key}.{i}") is None
-                                                    else _size_term(ctx, op.named_input(f"{key}.{i}"), refs))
+                                                    else size_term(ctx, op.named_input(f"{key}.{i}"), refs))
                  for i, s in enumerate(op.params[key])]
         if all(t is not None for t in terms) and len(refs) <= 10:
             return ctx.emit("Tensor.reshape", refs, params={"shape": shape, "shape_expr": f"[{','.join(terms)}]"})
@@ -592,16 +592,21 @@ _NCNN_EXPR_OPS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floor_divide"
 def ncnn_shape_expression(op) -> str:
     """The ncnn ``Reshape`` ``shape_expr`` of a ``Tensor.reshape`` with a pnnx ``shape_expr``:
     the batch dim left out, ``size(@k,d)`` as blob ``k``'s ncnn dim (``1h``), in w-first order."""
-    text = str(op.params["shape_expr"]).strip()
+    return ncnn_list_expression(str(op.params["shape_expr"]), op.inputs, drop=batch_dim(op.outputs[0]))
+
+
+def ncnn_list_expression(text: str, inputs, *, drop: int | None = None) -> str:
+    """A pnnx list expression (``[size(@0,2),mul(size(@1,3),2)]``) as an ncnn one over the
+    blobs ``inputs``, innermost first (``*(1w,2),0h``); item ``drop`` (a batch dim) left out."""
+    text = text.strip()
     try:
         items = [parse_expression(t) for t in _split_top(text[1:-1])]
     except ExpressionError as e:
         raise Unsupported(f"unsupported: shape expression {text}: {e}") from None
-    b = batch_dim(op.outputs[0])
-    items = [t for i, t in enumerate(items) if i != b]
+    items = [t for i, t in enumerate(items) if i != drop]
     if not 1 <= len(items) <= 4:
         raise Unsupported(f"unsupported: ncnn has no {len(items)}-D blobs (shape {text})")
-    return ",".join(_ncnn_term(t, op.inputs) for t in reversed(items))
+    return ",".join(_ncnn_term(t, inputs) for t in reversed(items))
 
 
 def _split_top(text: str) -> list[str]:

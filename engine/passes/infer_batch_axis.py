@@ -210,7 +210,9 @@ class _Solver:
             outs = [lay.required_out.get(k) for k in range(n_out)]
         want: list[int | None] = []
         for i, a in enumerate(have):
-            if i in lay.required:
+            if i in lay.measured:
+                want.append(a)
+            elif i in lay.required:
                 want.append(lay.required[i])
             elif a is not None and self._consistent(lay, i, a, outs):
                 want.append(a)

@@ -163,6 +163,13 @@ class _Seam:
                 dynamic.append(spec or None)
             dynamic = tuple(dynamic)
         ep = torch.export.export(net.eval(), inputs, dynamic_shapes=dynamic, strict=False)
+        if shapes2 is not None:  # the program must hold at the second shapes too (torch may specialize)
+            others = tuple(torch.rand(*s2).to(t.dtype) if t.is_floating_point() else torch.zeros(*s2, dtype=t.dtype)
+                           for t, s2 in zip(inputs, shapes2))
+            try:
+                ep.module()(*others)
+            except Exception as e:  # noqa: BLE001
+                raise RuntimeError(f"the exported program does not run at inputshape2: {str(e)[:200]}") from None
         if self.dialect == "core":
             ep = ep.run_decompositions()
         return ep

@@ -101,10 +101,11 @@ def reshape_to(ctx, x: Operand, out: Sequence[Dim], *, final: bool = False, name
     src = ncnn_shape(x)
     out = list(out) or [1]
     if src is not None and list(src) == out:
-        if not final or x.shape == ctx.current.outputs[0].shape:
+        here = ctx.current.outputs[0]
+        if not final or (x.shape == here.shape and batch_dim(x) == batch_dim(here)):
             return x
-        # same ncnn blob, other torch shape: consumers' params refer to the new shape, so keep
-        # a distinct value (a Reshape the eliminate_noop_reshape pass drops after lowering)
+        # same ncnn blob, another torch view (shape or batch axis): consumers' params refer to
+        # the new view, so keep a distinct value (a Reshape eliminate_noop_reshape drops later)
     if len(out) == 1 and (not isinstance(out[0], int) or (is_static(src) and _numel(src) == out[0])):
         y = ctx.layer("Flatten", [x], name=name)
     else:

@@ -23,7 +23,7 @@ ncnn = pytest.importorskip("ncnn")
 import engine  # noqa: E402
 from engine.convert import ConvertOptions, convert  # noqa: E402
 from engine.diagnostics import format_table  # noqa: E402
-from tests.ncnn_runtime import run  # noqa: E402
+from tests.ncnn_runtime import run, run_layout  # noqa: E402
 
 TOL = {False: 1e-4, True: 5e-3}
 DIALECTS = ("training", "core")
@@ -80,12 +80,6 @@ def _flatten_outputs(out) -> list:
     raise TypeError(type(out))
 
 
-def _batchless(t: np.ndarray) -> np.ndarray:
-    """What ncnn holds for a batched tensor: drop dim 0 (which must be 1)."""
-    assert t.shape[0] == 1, f"harness expects batch 1, got {t.shape}"
-    return t[0]
-
-
 def check_module(module, inputs: Sequence, tmp_path: Path, *, dialect: str = "training", fp16: bool = False,
                  name: str = "model", batched: Sequence[bool] | None = None, converters: Sequence = (),
                  expect_types: Sequence[str] | None = None, forbid_types: Sequence[str] = (),
@@ -93,7 +87,10 @@ def check_module(module, inputs: Sequence, tmp_path: Path, *, dialect: str = "tr
     """Export, convert, run in ncnn and compare; fails the test with the diagnostics table when
     conversion is incomplete, or with the error when outputs differ.
 
-    ``batched[i]`` says whether user input ``i`` carries a batch axis (default: rank ≥ 2).
+    Inputs are fed, and outputs read, along the batch axis the converter chose for each
+    (``result.ncnn.meta["inputs"/"outputs"]``: ``ncnn.Mat(x, batch_index=b)``), so outputs
+    are compared in PyTorch's full shapes. ``batched[i]``, when given, asserts whether user
+    input ``i`` got a batch axis.
     ``expect_types``: ncnn layer types that must appear; ``forbid_types``: that must not.
     ``run_inputs``: inputs to run ncnn/PyTorch on (default ``inputs``), e.g. another size
     for a dynamic-shape model.
@@ -110,23 +107,21 @@ def check_module(module, inputs: Sequence, tmp_path: Path, *, dialect: str = "tr
         assert t in types, f"expected an ncnn {t} layer, got {types}"
     for t in forbid_types:
         assert t not in types, f"unexpected ncnn {t} layer in {types}"
+    layout = result.ncnn.meta
+    if batched is not None:
+        got_batched = [spec["batch_dim"] is not None for spec in layout["inputs"]]
+        assert got_batched == list(batched), f"inputs batched {got_batched}, expected {list(batched)}"
     run_in = list(run_inputs if run_inputs is not None else inputs)
     with torch.no_grad():
         expected = [t.detach().numpy() for t in _flatten_outputs(module(*run_in))]
-    np_in = []
-    for k, x in enumerate(run_in):
-        arr = x.detach().numpy().astype(np.float32)
-        is_batched = batched[k] if batched is not None else arr.ndim >= 2
-        np_in.append(_batchless(arr) if is_batched else arr)
-    got = run_ncnn(param, bin_, np_in, len(expected))
+    np_in = [x.detach().numpy().astype(np.float32) for x in run_in]
+    got = run_layout(param, bin_, np_in, layout)
+    assert len(got) == len(expected), f"{len(got)} ncnn outputs for {len(expected)} PyTorch outputs"
     errors = []
     limit = tol if tol is not None else TOL[fp16]
     for k, (g, want) in enumerate(zip(got, expected)):
-        w = _batchless(want) if want.ndim >= 2 else want
-        assert g.size == w.size, f"out{k}: ncnn shape {g.shape}, PyTorch {want.shape}"
-        assert g.shape == w.shape or g.squeeze().shape == w.squeeze().shape, \
-            f"out{k}: ncnn shape {g.shape} differs from PyTorch {want.shape} without batch"
-        err = rel_error(g.reshape(w.shape), w)
+        assert g.size == want.size, f"out{k}: ncnn shape {g.shape}, PyTorch {want.shape}"
+        err = rel_error(g.reshape(want.shape), want)
         errors.append(err)
         assert err <= limit, f"out{k}: relative error {err:.3g} > {limit} ({dialect}, fp16={fp16})\n{result.ncnn.to_text()}"
     return Checked(result, got, expected, errors, param, bin_)

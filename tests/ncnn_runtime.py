@@ -40,3 +40,43 @@ def run(param: Path, bin_: Path, inputs: Mapping[str, np.ndarray], outputs: Sequ
         assert ret == 0, f"ncnn failed to compute {k} (error {ret})"
         result.append(np.array(mat).copy())
     return result
+
+
+def feed_mat(arr: np.ndarray, batch: int | None):
+    """An ncnn Mat of ``arr`` (a PyTorch-shaped array) with axis ``batch`` as the Mat's batch."""
+    import ncnn
+
+    a = np.ascontiguousarray(arr, dtype=np.float32)
+    if a.ndim == 0:
+        a = a.reshape(1)
+    if batch is None:
+        return ncnn.Mat(a).clone()
+    return ncnn.Mat(a, batch_index=batch).clone()
+
+
+def read_mat(mat, batch: int | None, shape) -> np.ndarray:
+    """A blob read back in PyTorch's shape ``shape`` (its batch axis ``batch`` restored)."""
+    a = mat.numpy(batch_index=batch) if batch is not None else np.array(mat)
+    a = np.array(a).copy()
+    if shape is not None and all(isinstance(d, int) for d in shape) and a.size == int(np.prod(shape)):
+        a = a.reshape(shape)
+    return a
+
+
+def run_layout(param: Path, bin_: Path, inputs: Sequence[np.ndarray], layout: Mapping, *,
+               raw: bool = False) -> list[np.ndarray]:
+    """Run a converted model on PyTorch-shaped ``inputs``, fed and read along the batch axes the
+    converter chose (``layout``: the ncnn graph's ``meta`` with ``inputs``/``outputs`` entries
+    ``{blob, shape, batch_dim}``); outputs come back in PyTorch's shapes. With ``raw`` the
+    inputs are one-sample blobs given to ncnn as they are (no batch axis)."""
+    net, rp, rb = load_net(param, bin_)
+    assert rp == 0 and rb == 0, f"ncnn refused the model (load_param {rp}, load_model {rb})"
+    ex = net.create_extractor()
+    for spec, arr in zip(layout["inputs"], inputs):
+        ex.input(spec["blob"], feed_mat(arr, None if raw else spec["batch_dim"]))
+    result = []
+    for spec in layout["outputs"]:
+        ret, mat = ex.extract(spec["blob"])
+        assert ret == 0, f"ncnn failed to compute {spec['blob']} (error {ret})"
+        result.append(read_mat(mat, spec["batch_dim"], spec["shape"]))
+    return result

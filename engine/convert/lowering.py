@@ -48,6 +48,9 @@ def lower_graph(g: Graph, registry: Registry, ctx: ConversionContext,
     for op in list(g.ops):
         if skip(op) or op.meta.get("unsupported"):
             continue
+        if op.meta.get("layout_error"):  # the batch layout solver found the op's shapes contradictory
+            ctx.error(str(op.meta["layout_error"]), op)
+            continue
         conv, reasons = registry.select(op, ctx)
         if conv is None:
             if reasons:

@@ -9,7 +9,7 @@ becomes ``(n, 1, ...)`` when ``n`` equals the other's outermost dim, else ``(...
 :func:`align_operands` computes, for each operand, the batch-less shape it must have for the
 PyTorch result (its right-aligned shape, with the output's batch dim dropped) and makes it so:
 nothing when ncnn's implicit rule already gives that shape, a reshaped ``MemoryData`` for a
-constant, else an ``ExpandDims`` / ``Squeeze`` (leading dims) or ``Reshape`` layer. The batch
+constant, else a ``Squeeze`` (leading dims) or ``Reshape`` layer. The batch
 dim may be anywhere (:func:`engine.convert.shapes.batch_dim`); an operand's batch dim (size 1
 in ncnn) that lines up with another axis of the result is a plain 1 there when its size is a
 static 1. Broadcasting that mixes a dynamic batch with another axis, or needs more than 4 dims
@@ -163,10 +163,7 @@ def _fix(ctx, v: Value, target: list[Dim], ref: list[Dim] | None, out_shape: lis
     elif len(actual) > n and list(actual[len(actual) - n:]) == list(target):
         out = ctx.layer("Squeeze", [v.operand], axes=list(range(len(actual) - n)), name=f"{v.operand.name}_squeeze",
                         shape=torch_shape)
-    elif len(actual) < n and [1] * (n - len(actual)) + list(actual) == list(target):
-        out = ctx.layer("ExpandDims", [v.operand], axes=list(range(n - len(actual))),
-                        name=f"{v.operand.name}_expand", shape=torch_shape)
-    else:  # ones to insert or drop inside the shape: the same data, reshaped
+    else:  # ones to insert or drop: the same data, reshaped
         from .shape import reshape_params
 
         out = ctx.layer("Reshape", [v.operand], name=f"{v.operand.name}_bcast", shape=torch_shape,

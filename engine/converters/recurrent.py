@@ -52,7 +52,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..convert.registry import aten_converter, ncnn_rule
-from ..convert.shapes import ncnn_shape
+from ..convert.shapes import batch_dim, ncnn_shape, set_batch_dim
 from ..ir import Attribute, Dim, Operand
 from ..ncnn.enums import BinaryOpType, ReshapeDim
 from ._weights import derived
@@ -146,10 +146,7 @@ def recurrent(ctx, op):
               "batch_first": bool(op.params.get("batch_first")), "bidirectional": bool(op.params.get("bidirectional"))}
     if kind == "LSTM":
         params["proj_size"] = int(weights["weight_hr_l0"].shape[0]) if "weight_hr_l0" in weights else 0
-    outs = _emit(ctx, op, f"nn.{kind}", kind, params, weights, nonlinearity)
-    # the sequence keeps its batch axis at dim 0 only when batch_first; states are (L*D, B, H)
-    outs[0].producer.meta["batch_out"] = [params["batch_first"]] + [False] * (len(outs) - 1)
-    return outs
+    return _emit(ctx, op, f"nn.{kind}", kind, params, weights, nonlinearity)
 
 
 _CELL_WEIGHTS = {"w_ih": "weight_ih", "w_hh": "weight_hh", "b_ih": "bias_ih", "b_hh": "bias_hh"}
@@ -221,15 +218,15 @@ def _check_ncnn(op, ctx):
     if x.shape is None or len(x.shape) != 3:
         return f"unsupported: {op.type} input of shape {x.shape}"
     b, t, f = _seq_dims(x, spec)
-    if b != 1:
-        return f"unsupported: {op.type} with batch size {b} (ncnn runs one sequence)"
+    if b != 1 and batch_dim(x) != (0 if spec.batch_first else 1):
+        return f"unsupported: {op.type} with batch size {b} that is not ncnn's batch axis"
     if not isinstance(f, int):
         return f"unsupported: {op.type} with a symbolic feature size {f}"
     if spec.relu and not isinstance(t, int):
         return "unsupported: relu RNN with a dynamic sequence length (ncnn's RNN is tanh only; it is unrolled)"
     for s in op.inputs[1:]:
-        if s.shape is None or len(s.shape) != 3 or s.shape[1] != 1:
-            return f"unsupported: {op.type} initial state {s.name} of shape {s.shape} (batch must be 1)"
+        if s.shape is None or len(s.shape) != 3 or (s.shape[1] != 1 and batch_dim(s) != 1):
+            return f"unsupported: {op.type} initial state {s.name} of shape {s.shape} whose batch is not ncnn's batch axis"
     return None
 
 
@@ -311,7 +308,7 @@ def _result(ctx, blob: Operand, like: Operand, *, sequence: bool = False) -> Ope
     dims = ncnn_shape(like)
     y = _sequence_blob(ctx, blob, dims) if sequence else reshape_to(ctx, blob, dims)
     y.shape, y.dtype = list(like.shape), like.dtype
-    y.meta["batch"] = bool(like.meta.get("batch"))
+    set_batch_dim(y, batch_dim(like))
     return y
 
 

@@ -13,13 +13,15 @@ pnnx → ncnn: ``Interp`` (resize_type 1 nearest, 2 bilinear/linear, 3 bicubic; 
 A scale factor stays a scale (works for any input size): nearest maps coordinates by 1/scale in
 both; ncnn's (bi)linear/bicubic map them by the size ratio, which equals 1/scale only when the
 output is exactly input × scale (or does not matter, with align_corners) — other fractional
-scales are refused. A size stays a size. ``PixelShuffle`` (mode 0 = PyTorch's channel order) and ``Reorg``
+scales are refused. A size stays a size; a size computed from input sizes at run time
+(``x.size(2) // 6``) is an ``Interp`` ``size_expr`` over the blobs it measures. ``PixelShuffle`` (mode 0 = PyTorch's channel order) and ``Reorg``
 (mode 0) for pixel_unshuffle.
 """
 from __future__ import annotations
 
 from ..convert.registry import aten_converter, ncnn_rule
 from ..convert.shapes import ncnn_shape
+from .shape import ncnn_list_expression, size_term
 from ..ncnn.enums import InterpResizeType, PixelShuffleMode
 
 _MODE = {"nearest": InterpResizeType.NEAREST, "bilinear": InterpResizeType.BILINEAR,
@@ -48,7 +50,16 @@ def _interpolate(mode: str, n: int):
         if mode != "nearest":
             params["align_corners"] = bool(op.params.get("align_corners"))
         params["recompute_scale_factor"] = None
-        return ctx.emit("F.interpolate", [x], params=params)
+        refs = [x]
+        if scale is None and not all(isinstance(s, int) for s in params["size"]):
+            terms = [str(s) if isinstance(s, int) else (None if op.named_input(f"output_size.{i}") is None else
+                                                        size_term(ctx, op.named_input(f"output_size.{i}"), refs))
+                     for i, s in enumerate(size)]
+            if all(t is not None for t in terms) and len(refs) <= 10:
+                params["size_expr"] = f"[{','.join(terms)}]"
+            else:
+                refs = [x]
+        return ctx.emit("F.interpolate", refs, params=params)
 
     return convert
 
@@ -114,6 +125,9 @@ def interpolate_ncnn(ctx, op):
             params.update(height_scale=scale[0], width_scale=scale[1])
         else:
             params.update(width_scale=scale[0])
+    elif op.params.get("size_expr"):  # a size computed at run time from blob sizes
+        params["size_expr"] = ncnn_list_expression(str(op.params["size_expr"]), op.inputs)
+        return ctx.layer("Interp", list(op.inputs), **params)
     else:
         size = dst[1:]
         if not all(isinstance(s, int) for s in size):

@@ -40,6 +40,7 @@ from typing import Sequence
 import numpy as np
 
 from ..convert.context import Unsupported
+from ..convert.layout import reshape_axis
 from ..convert.registry import Priority, aten_converter, ncnn_rule
 from ..convert.shapes import batch_dim, ncnn_axis, ncnn_shape, normalize_dim, set_batch_dim
 from ..ir import Dim, Operand
@@ -100,10 +101,11 @@ def reshape_to(ctx, x: Operand, out: Sequence[Dim], *, final: bool = False, name
     src = ncnn_shape(x)
     out = list(out) or [1]
     if src is not None and list(src) == out:
-        if not final or x.shape == ctx.current.outputs[0].shape:
+        here = ctx.current.outputs[0]
+        if not final or (x.shape == here.shape and batch_dim(x) == batch_dim(here)):
             return x
-        # same ncnn blob, other torch shape: consumers' params refer to the new shape, so keep
-        # a distinct value (a Reshape the eliminate_noop_reshape pass drops after lowering)
+        # same ncnn blob, another torch view (shape or batch axis): consumers' params refer to
+        # the new view, so keep a distinct value (a Reshape eliminate_noop_reshape drops later)
     if len(out) == 1 and (not isinstance(out[0], int) or (is_static(src) and _numel(src) == out[0])):
         y = ctx.layer("Flatten", [x], name=name)
     else:
@@ -145,7 +147,7 @@ def _size_param(op, key: str) -> list:
     return [s if isinstance(s, int) else (out[i] if i < len(out) else -1) for i, s in enumerate(size)]
 
 
-def _size_term(ctx, opd: Operand, refs: list[Operand]) -> str | None:
+def size_term(ctx, opd: Operand, refs: list[Operand]) -> str | None:
     """A run-time size value as a pnnx shape expression over ``refs`` (``size(@k,dim)``, with
     arithmetic), adding the tensors it measures to ``refs``; None when not expressible."""
     c = opd.meta.get("const")
@@ -166,7 +168,7 @@ def _size_term(ctx, opd: Operand, refs: list[Operand]) -> str | None:
             tree = parse_expression(str(p.params["expr"]))
         except ExpressionError:
             return None
-        return _format_tree(tree, lambda i: _size_term(ctx, p.inputs[i], refs) if i < len(p.inputs) else None)
+        return _format_tree(tree, lambda i: size_term(ctx, p.inputs[i], refs) if i < len(p.inputs) else None)
     return None
 
 
@@ -187,7 +189,7 @@ def _emit_reshape(ctx, op, key: str):
     if sum(1 for d in (op.outputs[0].shape or [])[1:] if not isinstance(d, int)) >= 2:
         refs = [x]
         terms = [str(s) if isinstance(s, int) else (None if op.named_input(f"{key}.{i}") is None
-                                                    else _size_term(ctx, op.named_input(f"{key}.{i}"), refs))
+                                                    else size_term(ctx, op.named_input(f"{key}.{i}"), refs))
                  for i, s in enumerate(op.params[key])]
         if all(t is not None for t in terms) and len(refs) <= 10:
             return ctx.emit("Tensor.reshape", refs, params={"shape": shape, "shape_expr": f"[{','.join(terms)}]"})
@@ -527,13 +529,55 @@ def gather(ctx, op):
 
 # ----------------------------------------------------------------------------- pnnx → ncnn
 
+def moves_batch(x: Operand, out: Operand) -> bool:
+    """Whether reshaping ``x`` to ``out`` moves data between the batch and the blob's dims (the
+    batch axis is merged, split off or changes whole): then a per-sample reshape is wrong unless
+    both batches are a static 1."""
+    bi, bo = batch_dim(x), batch_dim(out)
+    if bi is None and bo is None:
+        return False
+    si = x.shape[bi] if bi is not None else 1
+    so = out.shape[bo] if bo is not None else 1
+    if si == 1 and so == 1:
+        return False
+    return bi is None or bo is None or reshape_axis(x.shape, bi, out.shape) != bo
+
+
+def batch_reshape(ctx, x: Operand, out: Operand) -> Operand:
+    """One ncnn ``Reshape`` over the whole logical tensors (the batch as a dim): ``12=`` where
+    the batch axis is in ``x``'s torch shape, ``13=`` where it goes in ``out``'s (233: none)."""
+    bi, bo = batch_dim(x), batch_dim(out)
+    src, dst = list(x.shape), list(out.shape)
+    dims: list[int] = []
+    inferred = False
+    for j, d in enumerate(dst):
+        if isinstance(d, int):
+            dims.append(d)
+        elif j < len(src) and src[j] == d:
+            dims.append(int(ReshapeDim.KEEP))
+        elif not inferred:
+            dims.append(int(ReshapeDim.INFER))
+            inferred = True
+        else:
+            ctx.unsupported(f"reshape of {x.name} {src} to {dst} moving the batch axis with more than one dynamic dim")
+    if not 1 <= len(dims) <= 5:
+        ctx.unsupported(f"reshape to {dst}: ncnn holds at most 4 dims and a batch")
+    axes = {"input_batch_axis": 233 if bi is None else bi, "output_batch_axis": 233 if bo is None else bo}
+    if len(dims) == 5:
+        return ctx.layer("Reshape", [x], shape_expr=",".join(str(d) for d in reversed(dims)), **axes)
+    return ctx.layer("Reshape", [x], **dict(zip(_DIM_NAMES[len(dims)], dims)), **axes)
+
+
 @ncnn_rule("Tensor.reshape", "Tensor.view", "torch.flatten", "torch.squeeze", "torch.unsqueeze")
 def reshape_ncnn(ctx, op):
     """Every reshape-like op: nothing, Flatten or Reshape to the output's ncnn shape (with a
-    shape expression when more than one dim is dynamic)."""
+    shape expression when more than one dim is dynamic); a ``Reshape`` with batch axes when the
+    batch moves (:func:`moves_batch`)."""
     out = ncnn_shape(op.outputs[0])
     if out is None or ncnn_shape(op.inputs[0]) is None:
         ctx.unsupported("reshape of a tensor of unknown shape")
+    if moves_batch(op.inputs[0], op.outputs[0]):
+        return batch_reshape(ctx, op.inputs[0], op.outputs[0])
     try:
         return reshape_to(ctx, op.inputs[0], out, final=True)
     except Unsupported:
@@ -549,16 +593,21 @@ _NCNN_EXPR_OPS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floor_divide"
 def ncnn_shape_expression(op) -> str:
     """The ncnn ``Reshape`` ``shape_expr`` of a ``Tensor.reshape`` with a pnnx ``shape_expr``:
     the batch dim left out, ``size(@k,d)`` as blob ``k``'s ncnn dim (``1h``), in w-first order."""
-    text = str(op.params["shape_expr"]).strip()
+    return ncnn_list_expression(str(op.params["shape_expr"]), op.inputs, drop=batch_dim(op.outputs[0]))
+
+
+def ncnn_list_expression(text: str, inputs, *, drop: int | None = None) -> str:
+    """A pnnx list expression (``[size(@0,2),mul(size(@1,3),2)]``) as an ncnn one over the
+    blobs ``inputs``, innermost first (``*(1w,2),0h``); item ``drop`` (a batch dim) left out."""
+    text = text.strip()
     try:
         items = [parse_expression(t) for t in _split_top(text[1:-1])]
     except ExpressionError as e:
         raise Unsupported(f"unsupported: shape expression {text}: {e}") from None
-    b = batch_dim(op.outputs[0])
-    items = [t for i, t in enumerate(items) if i != b]
+    items = [t for i, t in enumerate(items) if i != drop]
     if not 1 <= len(items) <= 4:
         raise Unsupported(f"unsupported: ncnn has no {len(items)}-D blobs (shape {text})")
-    return ",".join(_ncnn_term(t, op.inputs) for t in reversed(items))
+    return ",".join(_ncnn_term(t, inputs) for t in reversed(items))
 
 
 def _split_top(text: str) -> list[str]:
@@ -793,16 +842,18 @@ def index_select_ncnn(ctx, op):
 
 def _tile(ctx, x: Operand, out: Operand, repeats: Sequence) -> Operand:
     """``x`` (right-aligned to ``out``'s rank) tiled ``repeats[i]`` times along each dim of ``out``:
-    an ncnn ``Tile`` with numpy-style ``repeats`` over the batch-less axes."""
+    an ncnn ``Tile`` with numpy-style ``repeats`` over the batch-less axes. The output's batch
+    axis is never tiled: it is ``x``'s own batch (or a 1 ncnn broadcasts over the batch)."""
     rank = len(out.shape)
     padded = [1] * (rank - len(x.shape)) + list(x.shape)
     bo, bx = batch_dim(out), batch_dim(x)
-    if bx is not None:
-        padded[bx + rank - len(x.shape)] = 1  # the batch of x is a 1 in ncnn, wherever it lands
+    at = None if bx is None else bx + rank - len(x.shape)
     if bo is not None:
-        if repeats[bo] != 1:
+        if repeats[bo] != 1 or (at != bo and padded[bo] != 1):
             ctx.unsupported(f"repeating along the batch axis of {x.name} {x.shape}")
         padded, repeats = padded[:bo] + padded[bo + 1:], list(repeats[:bo]) + list(repeats[bo + 1:])
+    elif at is not None:
+        ctx.unsupported(f"tiling {x.name} {x.shape} whose batch axis the result does not keep")
     if len(padded) > 4:
         ctx.unsupported(f"tiling a {len(padded)}-D tensor (ncnn blobs have at most 4 dims)")
     if not all(isinstance(r, int) and r >= 1 for r in repeats):
@@ -819,17 +870,12 @@ def expand_ncnn(ctx, op):
     if x.shape is None or out.shape is None or len(out.shape) < len(x.shape):
         ctx.unsupported(f"expand of {x.name} {x.shape} to {out.shape}")
     padded = [1] * (len(out.shape) - len(x.shape)) + list(x.shape)
-    bx = batch_dim(x)
-    if bx is not None:
-        padded[bx + len(out.shape) - len(x.shape)] = 1
     repeats = []
     for i, (a, b) in enumerate(zip(padded, out.shape)):
-        if a == b:
-            repeats.append(1)
+        if a == b or i == batch_dim(out):
+            repeats.append(1)  # the batch axis: x's own batch, or a 1 ncnn broadcasts over it
         elif a == 1 and isinstance(b, int):
             repeats.append(b)
-        elif a == 1 and i == batch_dim(out):
-            repeats.append(1)  # the batch of one stays one in ncnn
         else:
             ctx.unsupported(f"expand of {x.name} {x.shape} to {out.shape} (dim {i}: {a} -> {b})")
     return _tile(ctx, x, out, repeats)

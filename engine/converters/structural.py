@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..convert.registry import ncnn_rule
-from ..convert.shapes import ncnn_shape
+from ..convert.shapes import batch_dim, ncnn_shape
 
 
 @ncnn_rule("pnnx.Input")
@@ -26,7 +26,12 @@ def input_layer(ctx, op):
 
 @ncnn_rule("pnnx.Output")
 def output_marker(ctx, op):
-    ctx.emit("Output", [op.inputs[0]], outputs=[])
+    """The marker remembers the value's PyTorch shape and batch axis: later passes may hand the
+    output another blob holding the same data (a no-op Reshape bypassed), not the same view."""
+    x = op.inputs[0]
+    ctx.emit("Output", [x], outputs=[])
+    ctx.emitted[-1].meta["value"] = {"shape": None if x.shape is None else list(x.shape), "dtype": x.dtype,
+                                     "batch_dim": batch_dim(x)}
     return None
 
 

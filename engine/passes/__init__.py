@@ -6,6 +6,7 @@ pnnx→ncnn lowering → ncnn-level fusions → Split insertion → blob naming.
 from __future__ import annotations
 
 from . import (
+    eliminate_broadcast_reshape,
     eliminate_dead_code,
     eliminate_flatten_innerproduct,
     eliminate_noop_reshape,
@@ -76,6 +77,7 @@ PIPELINE = [
     legalize_global_pooling_layout.run,
     move_reshape_past_elementwise.run,
     eliminate_noop_reshape.run,
+    eliminate_broadcast_reshape.run,
     merge_adjacent_crops.run,
     merge_crops_into_slice.run,
     fuse_padding_convolution.run,

@@ -4,6 +4,9 @@
 * a Reshape/Flatten whose input already has the output's ncnn shape is bypassed;
 * Reshape/Flatten → Reshape/Flatten (the first used only by the second) becomes one layer
   (unless the second copies a dim from its input with 0, which would then mean another dim).
+
+A Reshape that moves the batch axis (``12=``/``13=``) moves data between samples: it is never
+a no-op and never merged.
 """
 from __future__ import annotations
 
@@ -27,6 +30,10 @@ def _copies_dims(op) -> bool:
     return any(values.get(k) == int(ReshapeDim.KEEP) for k in ("w", "h", "d", "c")) or bool(values.get("shape_expr"))
 
 
+def _moves_batch(op) -> bool:
+    return op.type == "Reshape" and (12 in op.params or 13 in op.params)
+
+
 def _is_noop(op) -> bool:
     src, dst = ncnn_shape(op.inputs[0]), ncnn_shape(op.outputs[0])
     return src is not None and src == dst and all(isinstance(d, int) for d in src)
@@ -38,14 +45,15 @@ def run(graph, cx):
     while changed:
         changed = False
         for op in list(graph.ops):
-            if op.type not in _RESHAPES or op not in graph.ops or len(op.inputs) != 1:
+            if op.type not in _RESHAPES or op not in graph.ops or len(op.inputs) != 1 or _moves_batch(op):
                 continue
             x = op.inputs[0]
             prev = x.producer
             if _is_noop(op):
                 graph.bypass(op)
                 changed = True
-            elif prev is not None and prev.type in _RESHAPES and _only_consumer(x, op) and not _copies_dims(op):
+            elif (prev is not None and prev.type in _RESHAPES and _only_consumer(x, op) and not _copies_dims(op)
+                  and not _moves_batch(prev)):
                 graph.set_input(op, 0, prev.inputs[0])
                 op.provenance = prev.provenance.union(op.provenance)
                 graph.remove_op(prev)

@@ -1,204 +1,308 @@
-"""Track where the model's batch axis is in every pnnx-level operand (``meta["batch_dim"]``, an
-int or None; ``meta["batch"]`` = "it is dim 0" for the older rules — see
-:mod:`engine.convert.shapes`), so ncnn rules can drop it (ncnn has no batch axis).
+"""Solve, for every pnnx-level value, which of its axes is ncnn's batch axis (or none), and make
+every operator see its inputs in a layout it can compute on.
 
-Where the batch starts:
+An ncnn Mat carries a batch count ``n`` beside its ``w/h/d/c`` dims, and every layer computes one
+sample at a time (``ncnn.Mat(a, batch_index=k)`` feeds axis ``k`` of an array as the batch).
+So each operand gets ``meta["batch_dim"]``: the torch axis held as the batch (dropped from the
+blob's dims, see :mod:`engine.convert.shapes`), or None (every dim is in the blob). The facts
+come from :mod:`engine.convert.layout`: which axes an operator links from inputs to outputs
+(computing independently along them) and which axis it requires as the batch (a convolution's
+N). Solving:
 
-* a model input of rank ≥ 2 is batched at dim 0;
-* a constant (``pnnx.Attribute``) of rank ≥ 2 with a leading 1 is batched at dim 0 (a ViT
-  position embedding ``(1, 197, 768)`` lines up with a batched activation);
-* a reshape or unsqueeze whose input has no batch axis and whose output starts with a 1 (or
-  with the symbolic batch size of a model input) is batched at dim 0 again: the batch that an
-  earlier reshape merged into another dim (Swin's ``(B*nW, ...)`` viewed back as
-  ``(B, nW, ...)``) comes back out.
+1. **Seeds.** Every required axis (convolutions, pooling, normalisations, embeddings over
+   ``(N, L)`` ids, SDPA, recurrent layers...) is the batch of its operand.
+2. **Propagation**, forward and backward through links, breadth first: an operand takes the
+   axis a linked neighbour has, unless it already has one (the first wins). A constant can
+   only take an axis of size 1 (a MemoryData blob has one sample).
+3. **Weak seeds**, once the seeds are spread: a model input of more than 4 dims takes dim 0
+   (ncnn holds 4 dims and a batch); then a model input of rank ≥ 2 whose dim 0 is a static
+   1, and a reshape-like result with a leading static 1 whose input has no batch axis, take dim
+   0 (dropping a size-1 axis is always exact and keeps blobs small) when every reader computes
+   along that dim independently — also propagated.
+   Everything else has no batch axis: a model ``torch.mm(a[23, 14], b[14, 35])`` keeps every
+   dim; nothing is assumed about a leading dim.
+4. **Legalisation**, in graph order: each operator's inputs must agree with it — a required
+   axis must be the batch, and a batched input's axis must link to each output's batch axis.
+   Where they do not, a ``Tensor.reshape`` to the same shape (``meta["layout_conversion"]``)
+   converts the input: batch to a plain dim, a dim to the batch, or one to another. In ncnn it
+   is a ``Reshape`` with ``12=``/``13=`` (batch axis in/out) when the batch can hold more than
+   one sample, and a plain reshape of unit dims when it is a static 1. Reshape-like operators
+   never need one (their own ncnn Reshape moves the batch).
 
-How it moves (``batch_dim`` ``b`` of the input, ``r`` ranks):
-
-* ``Tensor.permute``/``torch.transpose``: to where the permutation puts ``b``;
-* ``torch.unsqueeze``/``torch.squeeze``/``Tensor.select``/unbind and reductions without
-  ``keepdim``: shifted by the dims inserted or removed before it (gone if removed itself);
-* reshapes (``Tensor.reshape``/``view``, ``torch.flatten``): kept when the output has a dim of
-  the same size after the same number of elements (the batch stays a dim of its own), else
-  merged away;
-* elementwise ``pnnx.Expression`` (broadcasting): the inputs' batch dims right-aligned to the
-  output, where the output keeps that size;
-* any other op: dim 0 stays the batch when the output's dim 0 equals the input's; a batch
-  elsewhere stays where it is when the output has the input's rank and the same size there.
-
-An operator may state its outputs' batch dims in ``op.meta["batch_out"]`` (a list with one entry
-per output: an int or None, or a bool meaning dim 0 / none); that wins over the rules above.
+Run as a pass it annotates and inserts the conversions; :func:`infer` only annotates (the
+rank legalisation uses it on graphs it is still rewriting). A model input's batch axis is
+part of the model's interface: it is fed with ``ncnn.Mat(x, batch_index=b)``, any number of
+samples (``graph.meta["inputs"]`` records ``b`` per input, see ``name_blobs``).
 """
 from __future__ import annotations
 
+from collections import deque
 from typing import Sequence
 
+from ..convert.layout import OpLayout, layout_of, reshape_axis
 from ..convert.shapes import set_batch_dim
-from ..diagnostics import Diagnostic
 from ..ir import Dim, Graph, Operand, Operator
 from .manager import graph_pass
 
-_RESHAPES = ("Tensor.reshape", "Tensor.view", "torch.flatten")
-_REDUCTIONS = ("torch.sum", "torch.mean", "torch.amax", "torch.amin", "torch.max", "torch.min", "torch.prod",
-               "torch.var", "torch.std", "torch.logsumexp", "torch.norm")
-
-
-def _bd(opd: Operand) -> int | None:
-    b = opd.meta.get("batch_dim")
-    return b if isinstance(b, int) and not isinstance(b, bool) else None
-
-
-def _norm(d: int, rank: int) -> int:
-    return d % rank if rank else 0
-
-
-def _prod(dims: Sequence[Dim]) -> tuple:
-    """A product of dims as a comparable key: (static product, sorted symbolic factors)."""
-    n, syms = 1, []
-    for d in dims:
-        if isinstance(d, int):
-            n *= d
-        else:
-            syms.append(str(d))
-    return n, tuple(sorted(syms))
+_RESHAPES = ("Tensor.reshape", "Tensor.view", "torch.flatten", "torch.squeeze", "torch.unsqueeze",
+             "Tensor.reshape_as", "Tensor.unflatten")
 
 
 def reshaped_batch_dim(src: Sequence[Dim], b: int, dst: Sequence[Dim]) -> int | None:
     """Where batch dim ``b`` of shape ``src`` is in the reshape to ``dst`` (None: merged)."""
-    before = _prod(src[:b])
-    for j in range(len(dst)):
-        if dst[j] == src[b] and _prod(dst[:j]) == before:
-            return j
-    return None
+    return reshape_axis(src, b, dst)
 
 
-class _Inference:
+def _is_const(opd: Operand) -> bool:
+    p = opd.producer
+    return p is not None and p.type == "pnnx.Attribute"
+
+
+class _Solver:
     def __init__(self, graph: Graph):
         self.graph = graph
-        #: sizes a batch dim may have: 1 and the symbolic batch sizes of the model inputs
-        self.batch_sizes: set = {1}
+        self.layouts: dict[int, OpLayout] = {id(op): layout_of(op) for op in graph.ops}
+        self.axis: dict[int, int] = {}  #: id(operand) → batch axis chosen by propagation
+        self.queue: deque[Operand] = deque()
 
-    def start(self, op: Operator) -> bool:
-        if op.type == "pnnx.Input":
-            for o in op.outputs:
-                batched = o.shape is not None and len(o.shape) >= 2
-                set_batch_dim(o, 0 if batched else None)
-                if batched:
-                    self.batch_sizes.add(o.shape[0])
-            return True
-        if op.type == "pnnx.Attribute":
-            for o in op.outputs:
-                set_batch_dim(o, 0 if (o.shape and len(o.shape) >= 2 and o.shape[0] == 1) else None)
-            return True
-        forced = op.meta.get("batch_out")
-        if forced is not None:
-            for o, b in zip(op.outputs, forced):
-                set_batch_dim(o, (0 if b else None) if isinstance(b, bool) else b)
-            return True
-        return False
+    def layout(self, op: Operator) -> OpLayout:
+        lay = self.layouts.get(id(op))
+        if lay is None:
+            lay = self.layouts[id(op)] = layout_of(op)
+        return lay
 
-    def run(self) -> None:
-        for op in self.graph.ops:
-            if self.start(op):
-                continue
-            for k, o in enumerate(op.outputs):
-                b = self.infer(op, k, o)
-                if b is None and self._reemerges(op, o):
-                    b = 0
-                if b is not None and (o.shape is None or not 0 <= b < len(o.shape)):
-                    b = None
-                set_batch_dim(o, b)
-
-    # ------------------------------------------------------------------ rules
-    def _first(self, op: Operator) -> tuple[Operand | None, int | None]:
-        for i in op.inputs:
-            b = _bd(i)
-            if b is not None and i.shape is not None:
-                return i, b
-        return (op.inputs[0] if op.inputs else None), None
-
-    def _reemerges(self, op: Operator, o: Operand) -> bool:
-        if op.type not in _RESHAPES + ("torch.unsqueeze",) or not op.inputs:
+    # ------------------------------------------------------------------ propagation
+    def can_hold(self, opd: Operand, a: int) -> bool:
+        s = opd.shape
+        if s is None or not 0 <= a < len(s):
             return False
-        x = op.inputs[0]
-        return (_bd(x) is None and x.shape is not None and o.shape is not None and len(o.shape) >= 2
-                and o.shape[0] in self.batch_sizes and len(x.shape) > 0 and x.shape[0] != o.shape[0])
+        return not _is_const(opd) or s[a] == 1
 
-    def infer(self, op: Operator, k: int, o: Operand) -> int | None:
-        x, b = self._first(op)
-        if x is None or o.shape is None:
-            return None
-        t, p, rank = op.type, op.params, len(x.shape or [])
-        if op.type == "pnnx.Expression":
-            return self._broadcast(op, o)
-        if b is None:
-            return None
-        if t == "Tensor.permute":
-            dims = [_norm(d, rank) for d in p["dims"]]
-            return dims.index(b) if b in dims else None
-        if t == "torch.transpose":
-            d0, d1 = _norm(p["dim0"], rank), _norm(p["dim1"], rank)
-            return d1 if b == d0 else d0 if b == d1 else b
-        if t == "torch.unsqueeze":
-            d = _norm(p["dim"], rank + 1)
-            return b + 1 if d <= b else b
-        if t == "torch.squeeze":
-            dims = p.get("dim")
-            dims = list(range(rank)) if dims is None else dims if isinstance(dims, list) else [dims]
-            return _removed(b, [_norm(d, rank) for d in dims if x.shape[_norm(d, rank)] == 1])
-        if t in ("Tensor.select", "torch.unbind"):
-            return _removed(b, [_norm(p["dim"], rank)])
-        if t in _REDUCTIONS and len(o.shape) != rank:
-            dims = p.get("dim")
-            dims = list(range(rank)) if dims is None else dims if isinstance(dims, list) else [dims]
-            return _removed(b, [_norm(d, rank) for d in dims])
-        if t in _RESHAPES:
-            return reshaped_batch_dim(x.shape, b, o.shape)
-        if b == 0:  # the old rule, for ops of any rank (linear, embedding, pooling...)
-            return 0 if o.shape and o.shape[0] == x.shape[0] else None
-        if len(o.shape) == rank and o.shape[b] == x.shape[b]:
-            return b
-        return None
+    def assign(self, opd: Operand, a: int) -> None:
+        if id(opd) in self.axis or not self.can_hold(opd, a):
+            return
+        self.axis[id(opd)] = a
+        self.queue.append(opd)
 
-    def _broadcast(self, op: Operator, o: Operand) -> int | None:
-        r = len(o.shape)
-        best = None
-        for i in op.inputs:
-            b = _bd(i)
-            if b is None or i.shape is None:
+    def spread(self) -> None:
+        while self.queue:
+            opd = self.queue.popleft()
+            a = self.axis[id(opd)]
+            p = opd.producer
+            if p is not None:
+                lay = self.layout(p)
+                for k, o in enumerate(p.outputs):
+                    if o is opd:
+                        for ln in lay.links_to(k, a):
+                            self.assign(p.inputs[ln.i], ln.a)
+            for c in dict.fromkeys(opd.consumers):
+                lay = self.layout(c)
+                for i, x in enumerate(c.inputs):
+                    if x is opd:
+                        for ln in lay.links_from(i, a):
+                            self.assign(c.outputs[ln.k], ln.b)
+
+    def seed(self) -> None:
+        for op in self.graph.ops:
+            lay = self.layout(op)
+            for i, a in lay.required.items():
+                if i < len(op.inputs):
+                    self.assign(op.inputs[i], a)
+            for k, b in lay.required_out.items():
+                if k < len(op.outputs):
+                    self.assign(op.outputs[k], b)
+        self.spread()
+        for op in self.graph.ops_of_type("pnnx.Input"):  # ncnn holds 4 dims and a batch
+            for o in op.outputs:
+                if id(o) not in self.axis and o.shape is not None and len(o.shape) > 4:
+                    self.assign(o, 0)
+                    self.spread()
+        for op in self.graph.ops:
+            for o in op.outputs:
+                if id(o) not in self.axis and self._weak(op, o):
+                    self.assign(o, 0)
+                    self.spread()
+
+    def _weak(self, op: Operator, o: Operand) -> bool:
+        s = o.shape
+        if s is None or len(s) < 2 or s[0] != 1 or not self._readers_take_dim0(o):
+            return False
+        if op.type == "pnnx.Input":
+            return True
+        return op.type in _RESHAPES and bool(op.inputs) and id(op.inputs[0]) not in self.axis
+
+    def _readers_take_dim0(self, o: Operand) -> bool:
+        """Whether every reader of ``o`` computes along its dim 0 independently (a weak seed
+        that some reader must undo only costs a layer)."""
+        for c in o.consumers:
+            lay = self.layout(c)
+            if lay.neutral or lay.free:  # a reshape drops a size-1 batch for nothing
                 continue
-            pos = b + r - len(i.shape)
-            if 0 <= pos < r and o.shape[pos] == i.shape[b] and (best is None or len(i.shape) > best[1]):
-                best = (pos, len(i.shape))
-        return None if best is None else best[0]
+            if not any(lay.links_from(i, 0) for i, x in enumerate(c.inputs) if x is o):
+                return False
+        return True
 
+    # ------------------------------------------------------------------ legalisation
+    def legalize(self) -> list[tuple[Operator, int, int | None]]:
+        """Fix every operand's batch axis in graph order; return the conversions needed
+        (operator, input index, batch axis the input must have)."""
+        final: dict[int, int | None] = {}
+        needed: list[tuple[Operator, int, int | None]] = []
+        for op in self.graph.ops:
+            if not op.inputs:
+                for o in op.outputs:
+                    final[id(o)] = self.axis.get(id(o))
+                continue
+            have = [final.get(id(x), self.axis.get(id(x))) for x in op.inputs]
+            self._check_required(op)
+            want, outs = self._decide(op, have)
+            for i, (h, w) in enumerate(zip(have, want)):
+                if h != w:
+                    needed.append((op, i, w))
+            for o, b in zip(op.outputs, outs):
+                final[id(o)] = b
+        self.final = final
+        return needed
 
-def _removed(b: int, dims: Sequence[int]) -> int | None:
-    if b in dims:
+    def _check_required(self, op: Operator) -> None:
+        """A batch-first operator whose input and output disagree on the batch size (a broken
+        or hand-edited program) is refused by name rather than converted."""
+        lay = self.layout(op)
+        if 0 not in lay.required or 0 not in lay.required_out or not op.outputs:
+            return
+        x, y = op.inputs[0], op.outputs[0]
+        a, b = lay.required[0], lay.required_out[0]
+        if x.shape is None or y.shape is None:
+            return
+        sx, sy = x.shape[a], y.shape[b]
+        if isinstance(sx, int) and isinstance(sy, int) and sx != sy:
+            op.meta["layout_error"] = (f"unsupported: {op.type} input {x.name} {list(x.shape)} and output {y.name} "
+                                       f"{list(y.shape)} disagree on the batch size (dim {a}: {sx}, dim {b}: {sy})")
+
+    def _decide(self, op: Operator, have: list[int | None]) -> tuple[list[int | None], list[int | None]]:
+        """The batch axis each input must have and each output gets."""
+        lay = self.layout(op)
+        n_out = len(op.outputs)
+        if lay.neutral:
+            return list(have), [None] * n_out
+        if lay.free:
+            b_out = self.axis.get(id(op.outputs[0])) if op.outputs else None
+            if b_out is None and have[0] is not None:
+                links = lay.links_from(0, have[0])
+                b_out = links[0].b if links else None
+            return list(have), [b_out] + [None] * (n_out - 1)
+        # the outputs' batch axes: required, else what propagation chose when some batched input
+        # supplies it, else what the first batched input links to
+        outs: list[int | None] = [None] * n_out
+        for k in range(n_out):
+            if k in lay.required_out:
+                outs[k] = lay.required_out[k]
+                continue
+            intended = self.axis.get(id(op.outputs[k]))
+            supplied = [ln.b for i, a in enumerate(have) if a is not None and i not in lay.required
+                        for ln in lay.links_from(i, a) if ln.k == k]
+            supplied += [ln.b for i, a in lay.required.items() for ln in lay.links_from(i, a) if ln.k == k]
+            if intended is not None and intended in supplied:
+                outs[k] = intended
+            elif supplied:
+                outs[k] = supplied[0]
+        if not self._feasible(op, lay, outs):
+            outs = [lay.required_out.get(k) for k in range(n_out)]
+        want: list[int | None] = []
+        for i, a in enumerate(have):
+            if i in lay.measured:
+                want.append(a)
+            elif i in lay.required:
+                want.append(lay.required[i])
+            elif a is not None and self._consistent(lay, i, a, outs):
+                want.append(a)
+            else:
+                want.append(self._needed_axis(op, lay, i, outs))
+        return want, outs
+
+    def _consistent(self, lay: OpLayout, i: int, a: int, outs: list[int | None]) -> bool:
+        """Whether input ``i`` batched at ``a`` lines up with every output's batch axis."""
+        links = lay.links_from(i, a)
+        if not links:
+            return False
+        for k, b in enumerate(outs):
+            hits = [ln for ln in links if ln.k == k]
+            if b is None:
+                if hits:  # the output has no batch: this input cannot have one along a linked axis
+                    return False
+            elif not any(ln.b == b for ln in hits):
+                return False
+        return True
+
+    def _needed_axis(self, op: Operator, lay: OpLayout, i: int, outs: list[int | None]) -> int | None:
+        """An input without a usable batch axis: the axis it must take because it varies along
+        an output's batch axis (not a broadcast of size 1), else None."""
+        x = op.inputs[i]
+        for k, b in enumerate(outs):
+            if b is None:
+                continue
+            for ln in lay.links_to(k, b):
+                if ln.i == i and x.shape is not None and x.shape[ln.a] != 1:
+                    return ln.a
         return None
-    return b - sum(1 for d in dims if d < b)
+
+    def _feasible(self, op: Operator, lay: OpLayout, outs: list[int | None]) -> bool:
+        """An output batch axis is usable only when no constant input varies along it."""
+        for k, b in enumerate(outs):
+            if b is None or k in lay.required_out:
+                continue
+            for ln in lay.links_to(k, b):
+                x = op.inputs[ln.i]
+                if _is_const(x) and x.shape is not None and x.shape[ln.a] != 1:
+                    return False
+        return True
+
+
+def _annotate(graph: Graph, final: dict[int, int | None]) -> None:
+    for op in graph.ops:
+        for o in op.outputs:
+            set_batch_dim(o, final.get(id(o)))
+
+
+def _insert_conversions(graph: Graph, needed) -> int:
+    """One ``Tensor.reshape`` (same shape) per input and wanted batch axis, shared by the
+    operators that want the same."""
+    made: dict[tuple[int, int | None], Operand] = {}
+    for op, i, b in needed:
+        x = op.inputs[i]
+        key = (id(x), b)
+        y = made.get(key)
+        if y is None:
+            name = graph.unique_op_name(f"{x.name}_layout")
+            y = graph.new_operand(name, dtype=x.dtype, shape=x.shape)
+            conv = graph.add_op("Tensor.reshape", name, [x], [y], params={"shape": list(x.shape or [])},
+                                provenance=(x.producer.provenance if x.producer is not None else op.provenance),
+                                before=op)
+            conv.meta["layout_conversion"] = True
+            for k in ("source", "module_stack"):
+                if x.producer is not None and k in x.producer.meta:
+                    conv.meta[k] = x.producer.meta[k]
+            set_batch_dim(y, b)
+            made[key] = y
+        graph.set_input(op, i, y)
+    return len(made)
+
+
+def solve(graph: Graph, *, convert: bool) -> int:
+    """Annotate every operand's batch axis; with ``convert``, insert the layout conversions
+    (returns how many)."""
+    s = _Solver(graph)
+    s.seed()
+    needed = s.legalize()
+    _annotate(graph, s.final)
+    return _insert_conversions(graph, needed) if convert and needed else 0
 
 
 def infer(graph: Graph) -> None:
-    """Annotate every operand of ``graph`` (also used by passes that run before this one)."""
-    _Inference(graph).run()
+    """Annotate every operand of ``graph`` (no conversions; used by passes before this one)."""
+    solve(graph, convert=False)
 
 
-def _batch_warnings(graph: Graph, cx) -> None:
-    """A warning for each model input exported with a static batch larger than 1: the ncnn
-    model has no batch axis and runs one sample at a time."""
-    diagnostics = getattr(cx, "diagnostics", None)
-    if diagnostics is None:
-        return
-    for op in graph.ops_of_type("pnnx.Input"):
-        for o in op.outputs:
-            if _bd(o) == 0 and isinstance(o.shape[0], int) and o.shape[0] > 1:
-                sample = "×".join(str(d) for d in o.shape[1:])
-                diagnostics.add(Diagnostic.for_operator(
-                    op, f"exported with a batch of {o.shape[0]}: the ncnn model has no batch axis and takes one "
-                        f"{sample} sample at a time", severity="warning", stage="infer_batch_axis"))
-
-
-@graph_pass("infer_batch_axis", "mark where the batch axis is in every operand (dropped in ncnn)")
+@graph_pass("infer_batch_axis", "solve which axis of every value is ncnn's batch; convert where operators disagree")
 def run(graph, cx):
-    infer(graph)
-    _batch_warnings(graph, cx)
+    solve(graph, convert=True)

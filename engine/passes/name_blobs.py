@@ -1,10 +1,21 @@
 """Name the model's inputs and outputs as pnnx does (``in0``, ``in1``... and ``out0``...),
 remove the output markers, and record the mapping from these names to the program's own
-input/output names in ``graph.meta["inputs"]`` / ``graph.meta["outputs"]``
-(lists of ``{"blob", "name"}``)."""
+input/output names in ``graph.meta["inputs"]`` / ``graph.meta["outputs"]``: lists of
+``{"blob", "name", "shape", "dtype", "batch_dim"}`` — the PyTorch shape and dtype of the value,
+and which of its dims is carried as the ncnn Mat's batch count (``ncnn.Mat(a, batch_index=b)``
+to feed it, ``mat.numpy(batch_index=b)`` to read it; None: every dim is in the blob)."""
 from __future__ import annotations
 
+from ..convert.shapes import batch_dim
 from .manager import graph_pass
+
+
+def _entry(opd, original: str, value: dict | None = None) -> dict:
+    """``value``: the output's own view (its marker's, see ``converters.structural``)."""
+    if value is not None:
+        return {"blob": opd.name, "name": original, **value}
+    return {"blob": opd.name, "name": original, "shape": list(opd.shape) if opd.shape is not None else None,
+            "dtype": opd.dtype, "batch_dim": batch_dim(opd)}
 
 
 @graph_pass("name_blobs", "name user inputs in0.. and outputs out0.. like pnnx, drop output markers")
@@ -18,7 +29,7 @@ def run(graph, cx):
         inputs.append((op, opd, original))
     for k, op in enumerate(graph.ops_of_type("Output")):
         opd = op.inputs[0]
-        outputs.append((opd, opd.meta.get("user_output_name", opd.name)))
+        outputs.append((opd, opd.meta.get("user_output_name", opd.name), op.meta.get("value")))
         graph.remove_input(op, 0)
         graph.remove_op(op)
     wanted = {f"in{k}" for k in range(len(inputs))} | {f"out{k}" for k in range(len(outputs))}
@@ -33,13 +44,13 @@ def run(graph, cx):
         graph.rename_operand(opd, f"in{k}")
     seen = set()
     named = []
-    for k, (opd, original) in enumerate(outputs):
+    for k, (opd, original, value) in enumerate(outputs):
         if id(opd) in seen or any(opd is x for _, x, _ in inputs):
             # the same blob returned twice, or an input returned as is: keep its name
-            named.append({"blob": opd.name, "name": original})
+            named.append(_entry(opd, original, value))
             continue
         seen.add(id(opd))
         graph.rename_operand(opd, f"out{k}")
-        named.append({"blob": opd.name, "name": original})
-    graph.meta["inputs"] = [{"blob": opd.name, "name": original} for _, opd, original in inputs]
+        named.append(_entry(opd, original, value))
+    graph.meta["inputs"] = [_entry(opd, original) for _, opd, original in inputs]
     graph.meta["outputs"] = named

@@ -85,7 +85,7 @@ CASES = [
     Case("int_where_tensor", lambda d: _set_arg(_node(d, "conv2d.default"), "weight", {"as_int": 3}),
          "diagnostic", ("weight",), "conv2d"),
     Case("string_where_tensor", lambda d: _set_arg(_node(d, "conv2d.default"), "input", {"as_string": "abc"}),
-         "diagnostic", ("not (N, C, H, W)",), "conv2d"),
+         "diagnostic", ("disagree on the batch size",), "conv2d"),
     Case("bool_where_tensor", lambda d: _set_arg(_node(d, "relu.default"), "self", {"as_bool": True}),
          "refused", ("relu", "shape")),
     Case("none_where_tensor", lambda d: _set_arg(_node(d, "relu.default"), "self", {"as_none": True}),

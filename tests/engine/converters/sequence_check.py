@@ -1,9 +1,9 @@
 """Compare a converted sequence model with PyTorch value by value (for the recurrent tests).
 
-The harness's :func:`tests.harness.check_module` drops dim 0 of every output; sequence-first
-tensors ``(T, 1, F)`` and recurrent states ``(L*D, 1, H)`` carry their batch at dim 1 and ncnn
-holds them whole, so :func:`check_sequence` compares values in order (sizes must agree) and
-lets a test choose the arrays ncnn is fed (e.g. int32 token ids, see :func:`int32_ids`).
+Sequence-first tensors ``(T, N, F)`` and recurrent states ``(L*D, N, H)`` carry their batch at
+dim 1; :func:`check_sequence` feeds and reads every blob along the batch axis the converter
+chose and compares values, and lets a test choose the one-sample arrays ncnn is fed instead
+(e.g. int32 token ids, see :func:`int32_ids`).
 """
 import numpy as np
 import torch
@@ -11,7 +11,8 @@ from torch.utils._pytree import tree_leaves
 
 from engine.convert import ConvertOptions, convert
 from engine.diagnostics import format_table
-from tests.harness import TOL, export_pt2, rel_error, run_ncnn
+from tests.harness import TOL, export_pt2, rel_error
+from tests.ncnn_runtime import run_layout
 
 
 def int32_ids(ids: torch.Tensor) -> np.ndarray:
@@ -21,8 +22,8 @@ def int32_ids(ids: torch.Tensor) -> np.ndarray:
 
 def check_sequence(module, inputs, tmp_path, *, dialect, fp16=False, feed=None, run_inputs=None):
     """Export on ``inputs``, convert, run in ncnn and compare every output value in order.
-    ``run_inputs``: other inputs (another sequence length) to run both on; ``feed``: the arrays
-    given to ncnn (default: the run inputs, without dim 0 where it is 1)."""
+    ``run_inputs``: other inputs (another sequence length) to run both on; ``feed``: one-sample
+    arrays given to ncnn as they are (default: the run inputs, along their batch axes)."""
     module = module.eval()
     pt2 = export_pt2(module, inputs, tmp_path / f"seq_{dialect}.pt2", dialect=dialect)
     result = convert(str(pt2), ConvertOptions(fp16=fp16, lint=True))
@@ -32,8 +33,8 @@ def check_sequence(module, inputs, tmp_path, *, dialect, fp16=False, feed=None, 
     run_in = list(run_inputs or inputs)
     with torch.no_grad():
         want = [t.numpy() for t in tree_leaves(module(*run_in))]
-    arrays = feed if feed is not None else [x.numpy()[0] if x.shape[0] == 1 else x.numpy() for x in run_in]
-    got = run_ncnn(param, bin_, arrays, len(want))
+    arrays = feed if feed is not None else [x.numpy() for x in run_in]
+    got = run_layout(param, bin_, arrays, result.ncnn.meta, raw=feed is not None)
     for k, (g, w) in enumerate(zip(got, want)):
         assert g.size == w.size, f"out{k}: ncnn {g.shape}, torch {w.shape}"
         err = rel_error(g.reshape(w.shape), w)

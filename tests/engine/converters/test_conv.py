@@ -190,11 +190,11 @@ def test_dynamic_weight(tmp_path, dialect, nd, groups, bias, ncnn_type):
     assert conv.params[19] == 1 and not conv.attrs and len(conv.inputs) == 2 + bias
 
 
-def test_weight_with_batch_axis_is_refused(tmp_path):
-    from engine.convert import ConvertOptions, convert
-    from tests.harness import export_pt2
-
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("out_channels", [1, 4])
+def test_weight_given_as_a_model_input(tmp_path, dialect, out_channels):
+    """A weight fed as a model input is one unbatched blob even when its first dim is a 1
+    (pnnx's F_conv2d test): only the activation's dim 0 is ncnn's batch."""
     m = Fn(lambda x, w: nn.functional.conv2d(x, w))
-    pt2 = export_pt2(m, [torch.randn(1, 3, 6, 6), torch.randn(1, 3, 3, 3)], tmp_path / "m.pt2")
-    result = convert(str(pt2), ConvertOptions())
-    assert [(d.op, "batch axis" in d.reason) for d in result.errors] == [("aten.conv2d.default", True)]
+    c = check_module(m, [torch.randn(1, 3, 6, 6), torch.randn(out_channels, 3, 3, 3)], tmp_path, dialect=dialect)
+    assert [d["batch_dim"] for d in c.result.ncnn.meta["inputs"]] == [0, None]

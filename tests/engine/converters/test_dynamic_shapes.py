@@ -152,3 +152,24 @@ def test_attention_with_a_mask_of_dynamic_length(tmp_path, dialect, length):
 
     check_module(MaskedAttention(), inputs(9), tmp_path, dialect=dialect,
                  dynamic_shapes=({2: n}, {2: n}, {2: n}, {2: n, 3: n}), run_inputs=inputs(length))
+
+
+class ComputedSizes(nn.Module):
+    """Interpolation to sizes computed from the inputs' sizes at run time."""
+
+    def forward(self, x, y):
+        a = F.interpolate(x, size=(x.size(2) // 2, y.size(3) * 2), mode="nearest")
+        b = F.interpolate(x, size=(y.size(2) + 2, x.size(3) - 1), mode="bilinear", align_corners=True)
+        c = F.interpolate(y.flatten(2), size=x.size(2) * 3, mode="linear", align_corners=False)
+        return a, b, c
+
+
+@pytest.mark.parametrize("dialect", ["training"])  # core ATen decomposes these into run-time index maths
+@pytest.mark.parametrize("sizes", [((20, 14), (6, 9)), ((12, 30), (11, 4))])
+def test_interpolate_to_sizes_computed_at_run_time(tmp_path, dialect, sizes):
+    (h, w), (h2, w2) = sizes
+    dims = [torch.export.Dim(n, min=4, max=64) for n in ("h", "w", "h2", "w2")]
+    c = check_module(ComputedSizes(), [torch.randn(1, 3, 16, 10), torch.randn(1, 2, 5, 7)], tmp_path,
+                     dialect=dialect, dynamic_shapes=({2: dims[0], 3: dims[1]}, {2: dims[2], 3: dims[3]}),
+                     run_inputs=[torch.randn(1, 3, h, w), torch.randn(1, 2, h2, w2)])
+    assert all(9 in op.params for op in c.result.ncnn.ops_of_type("Interp"))  # size_expr

@@ -95,8 +95,7 @@ def test_initial_states_as_inputs(tmp_path, dialect, kind, layers, bidirectional
     rows = layers * (2 if bidirectional else 1)
     states = [torch.randn(rows, 1, HIDDEN) for _ in range(2 if kind == "lstm" else 1)]
     x = sequence(True)
-    r = check_sequence(Recurrent(rnn), [x, *states], tmp_path, dialect=dialect,
-                  feed=[x.numpy()[0], *(s.numpy() for s in states)])
+    r = check_sequence(Recurrent(rnn), [x, *states], tmp_path, dialect=dialect)
     assert len(r.ncnn.ops_of_type("Input")) == 1 + len(states)
 
 
@@ -177,12 +176,15 @@ def test_core_unrolled_cells_are_fused(tmp_path, dialect):
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
-def test_batch_of_two_is_refused(tmp_path, dialect):
-    pt2 = export_pt2(Recurrent(make("gru"), "output").eval(), [torch.randn(T, 2, FEATURES)],
-                     tmp_path / "b2.pt2", dialect=dialect)
-    result = convert(str(pt2), ConvertOptions(lint=True))
-    assert not result.ok
-    assert any("batch size 2" in d.reason for d in result.errors), format_table(result.errors)
+@pytest.mark.parametrize("batch_first", [False, True], ids=["seqfirst", "batchfirst"])
+def test_batch_of_two_runs_as_an_ncnn_batch(tmp_path, dialect, batch_first):
+    """A batch of 2 sequences (and states) is ncnn's batch axis: each layer runs one sequence."""
+    rnn = make("lstm", num_layers=2, bidirectional=True, batch_first=batch_first)
+    x = torch.randn(2, T, FEATURES) if batch_first else torch.randn(T, 2, FEATURES)
+    states = [torch.randn(4, 2, HIDDEN), torch.randn(4, 2, HIDDEN)]
+    r = check_sequence(Recurrent(rnn, "all"), [x, *states], tmp_path, dialect=dialect)
+    b = 0 if batch_first else 1
+    assert [d["batch_dim"] for d in r.ncnn.meta["inputs"]] == [b, 1, 1]
 
 
 def test_gate_order_and_bias_layout(tmp_path):

@@ -269,14 +269,10 @@ def test_select_and_slice_of_the_batch_axis(tmp_path, dialect):
                  tmp_path, dialect=dialect)
 
 
-def test_cat_along_batch_axis_is_refused(tmp_path):
-    from engine.convert import convert
-    from tests.harness import export_pt2
-
-    pt2 = export_pt2(Fn(lambda x: torch.cat([x, x], 0)), [torch.randn(1, 3, 4, 4)], tmp_path / "m.pt2")
-    result = convert(str(pt2))
-    assert not result.ok
-    assert any("batch axis" in d.reason for d in result.errors), [str(d) for d in result.errors]
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_cat_along_batch_axis(tmp_path, dialect):
+    """Concatenating along the batch axis makes it data: the batch becomes a dim first."""
+    check_module(Fn(lambda x: torch.cat([x, x * 2], 0)), [torch.randn(1, 3, 4, 4)], tmp_path, dialect=dialect)
 
 
 class ChannelsLastPoolHead(nn.Module):

@@ -39,8 +39,7 @@ def test_functional_softmax_with_dtype(tmp_path, dialect):
     check_module(M(), [_x((1, 4, 6))], tmp_path, dialect=dialect, expect_types=["Softmax", "BinaryOp"])
 
 
-def test_softmax_over_batch_refused(tmp_path):
-    pt2 = export_pt2(nn.Softmax(0), [_x((1, 5))], tmp_path / "m.pt2")
-    result = convert(str(pt2), ConvertOptions(lint=True))
-    assert not result.ok
-    assert any("batch axis" in d.reason for d in result.errors), result.errors
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("shape", [(1, 5), (3, 5), (1, 3, 4, 4)])
+def test_softmax_over_dim0(tmp_path, dialect, shape):
+    check_module(nn.Softmax(0), [_x(shape)], tmp_path, dialect=dialect)

@@ -3,9 +3,8 @@ bidirectional 2-layer GRU classifier, an RNN classifier and a 1-D conv + LSTM mo
 
 The recurrent layers meet the other families here: an Embedding (token ids fed to ncnn as
 int32), Linear heads on sequences, selects and slices of the sequence / final states, cat,
-log_softmax, Conv1d/BatchNorm/pooling and a transpose into the LSTM. Sequence-first inputs ``(T, 1, F)`` have no batch axis at dim 0 (``batched=[False]``:
-ncnn gets the whole tensor); every output here has a leading 1, so the harness compares them
-without it.
+log_softmax, Conv1d/BatchNorm/pooling and a transpose into the LSTM. Sequence-first inputs
+``(T, 1, F)`` carry their batch at dim 1 (ncnn gets the ``(T, F)`` sequence).
 """
 import pytest
 import torch
@@ -107,7 +106,7 @@ def test_lstm_tagger_with_embedding(tmp_path, dialect):
 @pytest.mark.parametrize("fp16", [False, True])
 def test_gru_classifier(tmp_path, dialect, from_states, fp16):
     c = check_module(_init(GRUClassifier(from_states)), [torch.randn(T, 1, FEATURES)], tmp_path, dialect=dialect,
-                     fp16=fp16, batched=[False])
+                     fp16=fp16, batched=[True])  # the batch is dim 1
     assert len(c.result.ncnn.ops_of_type("GRU")) == 2
 
 

@@ -1,5 +1,6 @@
-"""infer_batch_axis: where the batch axis is in every operand (meta["batch_dim"]) as it moves
-through permutes, squeezes, reshapes and broadcasting, and how ncnn_shape/ncnn_axis use it."""
+"""infer_batch_axis: which axis of every operand is ncnn's batch (meta["batch_dim"]) — seeds,
+propagation through permutes, squeezes, reshapes and broadcasting, weak seeds, the conversions
+inserted where operators disagree — and how ncnn_shape/ncnn_axis use it."""
 import pytest
 
 import engine.convert  # noqa: F401
@@ -50,12 +51,71 @@ def test_merged_batch_comes_back_out_of_a_reshape():
     assert [batch_dim(g.operands[n]) for n in "xwvmab"] == [0, None, 0, 0, 0, 0]
 
 
-def test_stated_batch_out_wins():
-    g = Graph.from_text("7767517\n3 0\npnnx.Input x 0 1 x #x=(1,5,7)f32\n"
-                        "nn.LSTM l 1 1 x y #y=(5,1,7)f32\npnnx.Output out 1 0 y\n")
-    g.find_op("l").meta["batch_out"] = [1]
-    infer_batch_axis.run(g, None)
-    assert batch_dim(g.operands["y"]) == 1 and ncnn_shape(g.operands["y"]) == [5, 7]
+def test_recurrent_layers_take_their_batch_where_torch_has_it():
+    g = _graph("""
+        pnnx.Input x 0 1 x #x=(5,2,7)f32
+        nn.LSTM l 1 3 x y h c input_size=7 hidden_size=4 num_layers=1 batch_first=False #y=(5,2,4)f32 #h=(1,2,4)f32 #c=(1,2,4)f32
+        pnnx.Output out 1 0 y
+    """)
+    assert [batch_dim(g.operands[n]) for n in "xyhc"] == [1, 1, 1, 1]
+    assert ncnn_shape(g.operands["y"]) == [5, 4] and ncnn_shape(g.operands["h"]) == [1, 4]
+
+
+def test_plain_matrices_have_no_batch():
+    g = _graph("""
+        pnnx.Input a 0 1 a #a=(23,14)f32
+        pnnx.Input b 0 1 b #b=(14,35)f32
+        torch.matmul m 2 1 a b y #y=(23,35)f32
+        pnnx.Output out 1 0 y
+    """)
+    assert [batch_dim(g.operands[n]) for n in "aby"] == [None, None, None]
+
+
+def test_batch_is_found_backward_through_a_permute():
+    g = _graph("""
+        pnnx.Input x 0 1 x #x=(2,3,5,7)f32
+        Tensor.permute p 1 1 x p dims=(1,0,2,3) #p=(3,2,5,7)f32
+        F.max_pool2d m 1 1 p y kernel_size=(1,1) stride=(1,1) #y=(3,2,5,7)f32
+        pnnx.Output out 1 0 y
+    """)
+    assert [batch_dim(g.operands[n]) for n in "xpy"] == [1, 0, 0]
+    assert not [op for op in g.ops if op.meta.get("layout_conversion")]
+
+
+def test_reducing_over_the_batch_converts_it_to_a_dim_first():
+    g = _graph("""
+        pnnx.Input x 0 1 x #x=(3,4,5,6)f32
+        F.max_pool2d m 1 1 x y kernel_size=(1,1) stride=(1,1) #y=(3,4,5,6)f32
+        torch.sum s 1 1 y z dim=(0) keepdim=False #z=(4,5,6)f32
+        pnnx.Output out 1 0 z
+    """)
+    (conv,) = [op for op in g.ops if op.meta.get("layout_conversion")]
+    assert conv.inputs[0] is g.operands["y"] and g.find_op("s").inputs[0] is conv.outputs[0]
+    assert batch_dim(g.operands["y"]) == 0 and batch_dim(conv.outputs[0]) is None and batch_dim(g.operands["z"]) is None
+
+
+def test_a_constant_holds_no_batch_larger_than_one():
+    g = _graph("""
+        pnnx.Input x 0 1 x #x=(3,4,5,6)f32
+        F.max_pool2d m 1 1 x y kernel_size=(1,1) stride=(1,1) #y=(3,4,5,6)f32
+        pnnx.Attribute w 0 1 w @data=(3,1,1,1)f32 #w=(3,1,1,1)f32
+        pnnx.Expression e 2 1 y w z expr="mul(@0,@1)" #z=(3,4,5,6)f32
+        pnnx.Output out 1 0 z
+    """)
+    assert batch_dim(g.operands["w"]) is None and batch_dim(g.operands["z"]) is None
+    (conv,) = [op for op in g.ops if op.meta.get("layout_conversion")]
+    assert conv.inputs[0] is g.operands["y"] and batch_dim(conv.outputs[0]) is None
+
+
+def test_weak_seed_only_where_every_reader_keeps_dim0():
+    g = _graph("""
+        pnnx.Input x 0 1 x #x=(1,3,6,6)f32
+        pnnx.Input w 0 1 w #w=(1,3,3,3)f32
+        F.conv2d c 2 1 x w y #y=(1,1,4,4)f32
+        pnnx.Output out 1 0 y
+    """)
+    assert [batch_dim(g.operands[n]) for n in "xwy"] == [0, None, 0]
+    assert not [op for op in g.ops if op.meta.get("layout_conversion")]
 
 
 def test_legacy_flags_still_read():
@@ -66,26 +126,23 @@ def test_legacy_flags_still_read():
     assert batch_dim(x) is None and ncnn_shape(x) == [1, 5, 7]
 
 
-def test_an_input_exported_with_a_batch_larger_than_one_gets_a_warning(tmp_path):
-    """ncnn has no batch axis: a model exported on a batch of 4 converts to a one-sample model
-    (which matches PyTorch sample by sample), and the user is told so once per input."""
+def test_an_input_exported_with_a_batch_larger_than_one_runs_as_an_ncnn_batch(tmp_path):
+    """A model exported on a batch of 4 takes the 4 samples as ncnn's batch (no warning): fed
+    with ``ncnn.Mat(x, batch_index=0)`` it matches PyTorch for every sample."""
     import numpy as np
     import torch
     from torch import nn
 
     from engine.convert import ConvertOptions, convert
     from tests.harness import export_pt2
-    from tests.ncnn_runtime import run
+    from tests.ncnn_runtime import run_layout
 
     model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 5)).eval()
     x = torch.randn(4, 3, 16, 16)
     result = convert(str(export_pt2(model, [x], tmp_path / "m.pt2")), ConvertOptions(fp16=False))
-    warnings = [d for d in result.diagnostics if d.severity == "warning"]
-    assert result.ok and len(warnings) == 1
-    assert "exported with a batch of 4" in warnings[0].reason and "one 3×16×16 sample" in warnings[0].reason
+    assert result.ok and not result.diagnostics
+    assert [(d["batch_dim"], d["shape"]) for d in result.ncnn.meta["inputs"]] == [(0, [4, 3, 16, 16])]
     param, bin_ = tmp_path / "m.ncnn.param", tmp_path / "m.ncnn.bin"
     result.write(param, bin_)
-    (y,) = run(param, bin_, {"in0": x[2].numpy()}, ["out0"])
-    np.testing.assert_allclose(np.asarray(y), model(x)[2].detach().numpy(), rtol=1e-4, atol=1e-5)
-    batch1 = convert(str(export_pt2(model, [x[:1]], tmp_path / "one.pt2")))
-    assert not [d for d in batch1.diagnostics if d.severity == "warning"]
+    (y,) = run_layout(param, bin_, [x.numpy()], result.ncnn.meta)
+    np.testing.assert_allclose(y, model(x).detach().numpy(), rtol=1e-4, atol=1e-5)

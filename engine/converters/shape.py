@@ -843,8 +843,9 @@ def repeat_ncnn(ctx, op):
 @ncnn_rule("nn.ChannelShuffle")
 def channel_shuffle_ncnn(ctx, op):
     x = op.inputs[0]
-    if len(ncnn_shape(x) or []) != 3:
-        ctx.unsupported(f"channel shuffle of shape {x.shape} (ncnn shuffles the channels of a (N, C, H, W) tensor)")
+    if len(ncnn_shape(x) or []) not in (3, 4) or ncnn_axis(x, 1) != 0:
+        ctx.unsupported(f"channel shuffle of shape {x.shape} (ncnn shuffles the channels of a (N, C, H, W) or "
+                        "(N, C, D, H, W) tensor)")
     return ctx.layer("ShuffleChannel", [x], group=op.params["groups"])
 
 

@@ -232,6 +232,14 @@ def test_channel_shuffle_module(tmp_path, dialect):
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("groups", [2, 3])
+def test_channel_shuffle_5d(tmp_path, dialect, groups):
+    """(N, C, D, H, W): ShuffleChannel moves whole channels of the 4-D blob."""
+    checked = check_module(nn.ChannelShuffle(groups), [torch.randn(1, 12, 2, 3, 4)], tmp_path, dialect=dialect)
+    assert [op.type for op in checked.result.ncnn.ops] == ["Input", "ShuffleChannel"]
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
 def test_shufflenet_unit(tmp_path, dialect):
     check_module(ShuffleUnit(8), [torch.randn(1, 8, 5, 5)], tmp_path, dialect=dialect,
                  expect_types=["ShuffleChannel", "Slice", "Concat"])

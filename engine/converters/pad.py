@@ -163,13 +163,21 @@ def _check_pad(op, ctx):
     if not src or len(src) > 4:
         return f"unsupported: pad of a {len(src or [])}-D ncnn blob"
     pads = op.params["pad"]
-    k = len(pads) // 2
+    k = _padded_dims(pads)
     torch_rank = len(x.shape)
     if is_batched(x) and k >= torch_rank and any(pads[2 * (torch_rank - 1):]):
         return "unsupported: pad along the batch axis"
     if k > len(_SIDES[len(src)]):
         return f"unsupported: pad of {k} dims of a {len(src)}-D ncnn blob"
     return None
+
+
+def _padded_dims(pads) -> int:
+    """How many dims (innermost first) ``pads`` touches: trailing all-zero pairs are no pad."""
+    k = len(pads) // 2
+    while k and not pads[2 * k - 2] and not pads[2 * k - 1]:
+        k -= 1
+    return k
 
 
 @ncnn_rule("F.pad", validator=_check_pad)
@@ -181,7 +189,7 @@ def pad_ncnn(ctx, op):
     grow = {}
     crop_axes, starts, ends = [], [], []
     padded = list(src)
-    for i in range(len(pads) // 2):
+    for i in range(_padded_dims(pads)):
         before, after = pads[2 * i], pads[2 * i + 1]
         axis = len(src) - 1 - i
         names = sides[i]

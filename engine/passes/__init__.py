@@ -41,6 +41,7 @@ from . import (
     recompose_attention,
     recompose_matmul,
     recompose_norms,
+    recompose_reductions,
     record_pnnx_graph,
     remove_noops,
 )
@@ -55,6 +56,7 @@ PIPELINE = [
     fold_constants.run,
     recompose_activations.run,
     recompose_norms.run,
+    recompose_reductions.run,
     recompose_matmul.run,
     recompose_attention.run,
     fuse_multihead_attention.run,

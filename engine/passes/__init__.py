@@ -42,6 +42,7 @@ from . import (
     recompose_matmul,
     recompose_norms,
     recompose_reductions,
+    recompose_spectral,
     record_pnnx_graph,
     remove_noops,
 )
@@ -57,6 +58,7 @@ PIPELINE = [
     recompose_activations.run,
     recompose_norms.run,
     recompose_reductions.run,
+    recompose_spectral.run,
     recompose_matmul.run,
     recompose_attention.run,
     fuse_multihead_attention.run,

@@ -70,22 +70,24 @@ aten_converter("aten.min.dim", validator=_float_result)(_reduction("min"))
 aten_converter("aten.prod.dim_int", "aten.prod.default", validator=_float_result)(_reduction("prod"))
 
 
-def _reduced_dims(x, dim) -> list[int]:
+def _reduced(ctx, op, what: str):
+    """``(x, dims, keepdim, kept, reduced)`` of a reduction: the input, the dims it reduces, and
+    the shapes with those dims kept as 1 / as requested (``keepdim``)."""
+    x = op.inputs[0]
+    if x.shape is None:
+        ctx.unsupported(f"{what} of a tensor of unknown shape")
     rank = len(x.shape)
-    if dim is None or dim == []:
-        return list(range(rank))
-    return [normalize_dim(d, max(rank, 1)) for d in (dim if isinstance(dim, list) else [dim])]
+    dim = op.params.get("dim")
+    dims = list(range(rank)) if dim is None or dim == [] else \
+        [normalize_dim(d, max(rank, 1)) for d in (dim if isinstance(dim, list) else [dim])]
+    keepdim = bool(op.params.get("keepdim", False))
+    kept = [1 if i in dims else s for i, s in enumerate(x.shape)]
+    return x, dims, keepdim, kept, kept if keepdim else [s for i, s in enumerate(x.shape) if i not in dims]
 
 
 @aten_converter("aten.logsumexp.default", validator=_float_result)
 def logsumexp(ctx, op):
-    x = op.inputs[0]
-    if x.shape is None:
-        ctx.unsupported("logsumexp of a tensor of unknown shape")
-    dims = _reduced_dims(x, op.params.get("dim"))
-    keepdim = bool(op.params.get("keepdim", False))
-    kept = [1 if i in dims else s for i, s in enumerate(x.shape)]
-    reduced = kept if keepdim else [s for i, s in enumerate(x.shape) if i not in dims]
+    x, dims, keepdim, kept, reduced = _reduced(ctx, op, "logsumexp")
     m = ctx.emit("torch.amax", [x], params={"dim": dims, "keepdim": True}, shape=kept)
     shifted = ctx.emit("pnnx.Expression", [x, m], params={"expr": "sub(@0,@1)"}, shape=list(x.shape))
     s = ctx.emit("torch.logsumexp", [shifted], params={"dim": dims, "keepdim": keepdim}, shape=reduced)
@@ -124,13 +126,7 @@ def _correction(op) -> float:
 
 
 def _moments(ctx, op, std: bool):
-    x = op.inputs[0]
-    if x.shape is None:
-        ctx.unsupported("variance of a tensor of unknown shape")
-    dims = _reduced_dims(x, op.params.get("dim"))
-    keepdim = bool(op.params.get("keepdim", False))
-    kept = [1 if i in dims else s for i, s in enumerate(x.shape)]
-    reduced = kept if keepdim else [s for i, s in enumerate(x.shape) if i not in dims]
+    x, dims, keepdim, kept, reduced = _reduced(ctx, op, "variance")
     n = 1
     for d in dims:
         n = n * x.shape[d] if isinstance(x.shape[d], int) and isinstance(n, int) else None

@@ -20,9 +20,8 @@ from __future__ import annotations
 import logging
 
 from ..ir import Graph, Operand, Operator
-from ..ir.vocab import is_aten
 from ._match import Match, arg, number
-from ._rewrite import replace_chain
+from ._rewrite import replace_chain, rewrite_from_roots
 from .manager import graph_pass
 
 log = logging.getLogger(__name__)
@@ -78,6 +77,8 @@ def _square_sum_of(m: Match, s: Operand, x: Operand) -> int | None:
 
 
 def _fuse(graph: Graph, root: Operator) -> bool:
+    if root.type != "aten.div.Tensor":
+        return False
     x, denom = arg(root, "self"), arg(root, "other")
     if x is None or x.shape is None or len(x.shape) != 4:
         return False
@@ -99,8 +100,4 @@ def _fuse(graph: Graph, root: Operator) -> bool:
 @graph_pass("fuse_local_response_norm", "turn PyTorch's avg_pool3d form of local_response_norm (odd size, "
             "N, C, H, W) back into one op for ncnn's LRN")
 def run(graph: Graph, cx) -> None:
-    alive = set(map(id, graph.ops))
-    for root in reversed(list(graph.ops)):
-        if id(root) in alive and root.type == "aten.div.Tensor" and is_aten(root) and _fuse(graph, root):
-            log.debug("fused local_response_norm at %s", root.name)
-            alive = set(map(id, graph.ops))
+    rewrite_from_roots(graph, _fuse, "fused local_response_norm")

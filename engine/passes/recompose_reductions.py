@@ -19,9 +19,8 @@ import logging
 import math
 
 from ..ir import Graph, Operand, Operator
-from ..ir.vocab import is_aten
 from ._match import Match, arg, const_scalar, number
-from ._rewrite import replace_chain
+from ._rewrite import replace_chain, rewrite_from_roots
 from .manager import graph_pass
 
 log = logging.getLogger(__name__)
@@ -82,8 +81,4 @@ def _logsumexp(graph: Graph, root: Operator) -> bool:
 
 @graph_pass("recompose_reductions", "turn core ATen's guarded logsumexp chain back into one op")
 def run(graph: Graph, cx) -> None:
-    alive = set(map(id, graph.ops))
-    for root in reversed(list(graph.ops)):
-        if id(root) in alive and is_aten(root) and _logsumexp(graph, root):
-            log.debug("recomposed logsumexp at %s", root.name)
-            alive = set(map(id, graph.ops))
+    rewrite_from_roots(graph, _logsumexp, "recomposed logsumexp")

@@ -18,16 +18,11 @@ overlap-add ``index_put`` and a window envelope) is not recomposed: it is refuse
 """
 from __future__ import annotations
 
-import logging
 
 from ..ir import Graph, Operator
-from ..ir.vocab import is_aten
-from ._match import Match, arg, commuted
-from ._rewrite import replace_chain
+from ._match import Match, commuted
+from ._rewrite import replace_chain, rewrite_from_roots
 from .manager import graph_pass
-
-log = logging.getLogger(__name__)
-
 
 def _const(opd) -> bool:
     p = opd.producer if opd is not None else None
@@ -88,8 +83,4 @@ def _stft(graph: Graph, root: Operator) -> bool:
 
 @graph_pass("recompose_spectral", "turn core ATen's framed real FFT back into one stft")
 def run(graph: Graph, cx) -> None:
-    alive = set(map(id, graph.ops))
-    for root in reversed(list(graph.ops)):
-        if id(root) in alive and is_aten(root) and _stft(graph, root):
-            log.debug("recomposed stft at %s", root.name)
-            alive = set(map(id, graph.ops))
+    rewrite_from_roots(graph, _stft, "recomposed stft")

@@ -86,6 +86,51 @@ def test_constant_pad_fused_into_conv3d(tmp_path, dialect):
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("mode", ["reflect", "replicate"])
+def test_conv3d_padding_mode(tmp_path, dialect, mode):
+    """A non-zero padding mode exports as a pad of the volume (ncnn Padding of the 4-D blob)."""
+    m = nn.Conv3d(3, 4, 2, stride=1, padding=(1, 2, 1), padding_mode=mode)
+    check_module(m, [torch.randn(1, 3, 5, 6, 7)], tmp_path, dialect=dialect, expect_types=["Padding", "Convolution3D"])
+
+
+class FunctionalConv3d(nn.Module):
+    """F.conv3d with parameters as weights (constant in the exported program)."""
+
+    def __init__(self):
+        super().__init__()
+        self.w1, self.b1 = nn.Parameter(torch.rand(6, 3, 4, 4, 4)), nn.Parameter(torch.rand(6))
+        self.w2 = nn.Parameter(torch.rand(6, 2, 3, 3, 3))
+
+    def forward(self, x):
+        x = nn.functional.conv3d(x, self.w1, self.b1, stride=2, padding=2)
+        return nn.functional.conv3d(x, self.w2, None, stride=2, padding=1, groups=3)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_functional_conv3d(tmp_path, dialect):
+    c = check_module(FunctionalConv3d(), [torch.randn(1, 3, 8, 9, 10)], tmp_path, dialect=dialect)
+    assert _types(c) == ["Input", "Convolution3D", "ConvolutionDepthWise3D"]
+
+
+class UpDown(nn.Module):
+    """A transposed convolution given the output size to restore (output_padding computed)."""
+
+    def __init__(self):
+        super().__init__()
+        self.down = nn.Conv3d(4, 6, 3, stride=2, padding=1)
+        self.up = nn.ConvTranspose3d(6, 4, 3, stride=2, padding=1)
+
+    def forward(self, x):
+        return self.up(self.down(x), output_size=x.size())
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_conv_transpose3d_output_size(tmp_path, dialect):
+    check_module(UpDown(), [torch.randn(1, 4, 6, 7, 8)], tmp_path, dialect=dialect,
+                 expect_types=["Convolution3D", "Deconvolution3D"])
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
 @pytest.mark.parametrize("module", [nn.Conv3d(3, 6, (1, 3, 3), (1, 2, 2), (0, 1, 1)),
                                     nn.ConvTranspose3d(3, 2, 2, 2)], ids=["conv", "deconv"])
 def test_fp16_weights(tmp_path, dialect, module):

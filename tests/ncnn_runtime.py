@@ -33,7 +33,8 @@ def run(param: Path, bin_: Path, inputs: Mapping[str, np.ndarray], outputs: Sequ
     assert rp == 0 and rb == 0, f"ncnn refused the model (load_param {rp}, load_model {rb})"
     ex = net.create_extractor()
     for k, arr in inputs.items():
-        ex.input(k, ncnn.Mat(np.ascontiguousarray(arr, dtype=np.float32)).clone())
+        data = np.ascontiguousarray(arr, dtype=np.float32)  # kept alive until cloned: the Mat wraps it
+        ex.input(k, ncnn.Mat(data).clone())
     result = []
     for k in outputs:
         ret, mat = ex.extract(k)

@@ -47,9 +47,13 @@ from ._expression import ExpressionBuilder
 SELU_ALPHA = 1.6732632423543772
 SELU_SCALE = 1.0507009873554805
 
-#: Softplus: ncnn has no threshold; accept thresholds where switching to ``x`` changes the
-#: result by at most ``log1p(exp(-threshold)) / beta`` ≤ 1e-6 / beta
+#: Softplus: ncnn has no threshold; thresholds where switching to ``x`` changes the result by at
+#: most ``log1p(exp(-threshold)) / beta`` ≤ 1e-6 / beta convert silently
 SOFTPLUS_MIN_THRESHOLD = 14.0
+#: lower thresholds convert with a warning while that difference stays within fp32 tolerance
+#: (``pt2ncnn verify``'s default for fp32 weights: |ncnn − PyTorch| ≤ atol + rtol·|PyTorch|,
+#: checked where it is largest, right above the threshold, where |PyTorch| ≥ threshold / beta)
+SOFTPLUS_TOLERANCE = (1e-5, 1e-4)
 
 _SIMPLE = {
     "aten.relu.default": "F.relu", "aten.relu6.default": "F.relu6", "aten.selu.default": "F.selu",
@@ -191,11 +195,20 @@ def gelu(ctx, op):
     return ctx.emit("F.gelu", [op.inputs[0]], params={"approximate": approximate})
 
 
+def _softplus_gap(t: float) -> float:
+    """How much ncnn's threshold-less Softplus differs from PyTorch's, at most, times beta."""
+    return math.log1p(math.exp(-t)) if t > -700 else math.inf
+
+
 def _softplus_check(op, ctx):
     t = op.params.get("threshold", 20)
     if isinstance(t, (int, float)) and t < SOFTPLUS_MIN_THRESHOLD:
-        return (f"unsupported: softplus threshold={t}: ncnn's Softplus has no threshold and would differ by up to "
-                f"{math.log1p(math.exp(-t)):.3g}/beta above it (thresholds >= {SOFTPLUS_MIN_THRESHOLD:g} convert)")
+        atol, rtol = SOFTPLUS_TOLERANCE
+        beta = op.params.get("beta", 1)
+        if not isinstance(beta, (int, float)) or not beta or t <= 0 or \
+                _softplus_gap(t) / abs(beta) > atol + rtol * t / abs(beta):
+            return (f"unsupported: softplus threshold={t}: ncnn's Softplus has no threshold and would differ by up "
+                    f"to {_softplus_gap(t):.3g}/beta above it, more than fp32 tolerance")
     return None
 
 
@@ -204,6 +217,9 @@ def softplus(ctx, op):
     beta, threshold = _number(ctx, op, "beta"), _number(ctx, op, "threshold")
     if beta == 0:
         ctx.unsupported("softplus with beta=0")
+    if threshold < SOFTPLUS_MIN_THRESHOLD:
+        ctx.warn(f"softplus threshold={threshold}: ncnn's Softplus has no threshold; results above it differ by up "
+                 f"to {_softplus_gap(threshold) / abs(beta):.3g} (within fp32 tolerance)")
     return ctx.emit("F.softplus", [op.inputs[0]], params={"beta": beta, "threshold": threshold})
 
 

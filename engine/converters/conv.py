@@ -1,27 +1,30 @@
-"""Convolutions: conv1d / conv2d (integer, ``'same'`` or ``'valid'`` padding, groups, dilation),
-conv_transpose1d / conv_transpose2d (output_padding, groups, dilation) and core ATen's
+"""Convolutions: conv1d / conv2d / conv3d (integer, ``'same'`` or ``'valid'`` padding, groups,
+dilation), conv_transpose1d / 2d / 3d (output_padding, groups, dilation) and core ATen's
 ``convolution``.
 
 ATen → pnnx (constant weight and bias → pnnx modules, as pnnx's ``fuse_static_conv``):
 
-* ``aten.conv1d.default``, ``aten.conv1d.padding``, ``aten.conv2d.default``,
-  ``aten.conv2d.padding``, ``aten.convolution.default``, ``aten._convolution.default``
-  → ``nn.Conv1d`` / ``nn.Conv2d`` (``padding`` stays ``'same'``/``'valid'`` when given so);
-  a computed weight → ``F.conv1d`` / ``F.conv2d``;
-* ``aten.conv_transpose1d.default``, ``aten.conv_transpose2d.input`` and transposed
-  ``convolution`` → ``nn.ConvTranspose1d`` / ``nn.ConvTranspose2d``.
+* ``aten.conv{1,2,3}d.default``, ``aten.conv{1,2,3}d.padding``, ``aten.convolution.default``,
+  ``aten._convolution.default`` → ``nn.Conv1d`` / ``nn.Conv2d`` / ``nn.Conv3d`` (``padding``
+  stays ``'same'``/``'valid'`` when given so); a computed weight → ``F.conv1d`` / ``F.conv2d``
+  (ncnn's Convolution3D has no dynamic weight: a computed 3-D kernel is refused);
+* ``aten.conv_transpose1d.default``, ``aten.conv_transpose2d.input``,
+  ``aten.conv_transpose3d.input`` and transposed ``convolution`` → ``nn.ConvTranspose1d`` /
+  ``2d`` / ``3d``.
 
 pnnx → ncnn (as pnnx's ``pass_ncnn/nn_Conv2d.cpp`` and friends):
 
 * ``nn.Conv2d`` → ``Convolution`` (groups 1) or ``ConvolutionDepthWise`` (any other groups,
-  depthwise or grouped); ``nn.Conv1d`` → ``Convolution1D`` / ``ConvolutionDepthWise1D``.
+  depthwise or grouped); ``nn.Conv1d`` → ``Convolution1D`` / ``ConvolutionDepthWise1D``;
+  ``nn.Conv3d`` → ``Convolution3D`` / ``ConvolutionDepthWise3D`` on a 4-D (C, D, H, W) blob.
   ``'same'`` is written as explicit pads (PyTorch puts the odd pixel after, as ncnn's
   SAME_UPPER), so asymmetric pads need no Padding layer;
 * ``nn.ConvTranspose2d`` → ``Deconvolution`` / ``DeconvolutionDepthWise``
-  (``nn.ConvTranspose1d`` → the 1D forms); PyTorch's ``(in, out/groups, k...)`` kernel is
-  reordered to ncnn's ``(out/groups, in/groups, k...)`` per group. Grouped 2-D deconvolution
-  with several input channels per group → ``Slice`` + one ``Deconvolution`` per group +
-  ``Concat`` (the runtime's x86 DeconvolutionDepthWise is wrong there);
+  (``nn.ConvTranspose1d`` / ``3d`` → the 1D / 3D forms); PyTorch's ``(in, out/groups, k...)``
+  kernel is reordered to ncnn's ``(out/groups, in/groups, k...)`` per group. Grouped 2-D
+  deconvolution with several input channels per group → ``Slice`` + one ``Deconvolution`` per
+  group + ``Concat`` (the runtime's x86 DeconvolutionDepthWise is wrong there; its
+  DeconvolutionDepthWise3D is right);
 * ``F.conv2d`` / ``F.conv1d`` (weight computed in the graph) → ``Convolution`` /
   ``Convolution1D`` / depthwise forms with ``dynamic_weight=1`` and the weight (and bias) as
   extra input blobs.
@@ -57,8 +60,8 @@ def _spatial_rank(op) -> int:
     if w is None or w.shape is None:
         raise Unsupported("unsupported: convolution weight of unknown shape")
     nd = len(w.shape) - 2
-    if nd not in (1, 2):
-        raise Unsupported(f"unsupported: {nd}-D convolution (conv1d and conv2d are supported)")
+    if nd not in (1, 2, 3):
+        raise Unsupported(f"unsupported: {nd}-D convolution (conv1d, conv2d and conv3d are supported)")
     if not all(isinstance(d, int) for d in w.shape):
         raise Unsupported(f"unsupported: convolution weight of symbolic shape {w.shape}")
     return nd
@@ -82,6 +85,9 @@ def _lower_conv(ctx, op, transposed: bool):
     if w_attr is None or (b is not None and b_attr is None):
         if transposed:
             ctx.unsupported("conv_transpose with a weight or bias computed in the graph")
+        if nd == 3:
+            ctx.unsupported("conv3d with a weight or bias computed in the graph (ncnn's Convolution3D has no "
+                            "dynamic weight)")
         inputs = [x, w] + ([b] if b is not None else [])
         return ctx.emit(f"F.conv{nd}d", inputs, input_names=["input", "weight", "bias"][:len(inputs)],
                         params={"stride": stride, "padding": padding, "dilation": dilation, "groups": groups})
@@ -100,12 +106,13 @@ def _lower_conv(ctx, op, transposed: bool):
     return ctx.emit(f"nn.Conv{nd}d", [x], params=params, attrs=attrs)
 
 
-@aten_converter("aten.conv1d.default", "aten.conv2d.default", "aten.conv1d.padding", "aten.conv2d.padding")
+@aten_converter("aten.conv1d.default", "aten.conv2d.default", "aten.conv3d.default", "aten.conv1d.padding",
+                "aten.conv2d.padding", "aten.conv3d.padding")
 def conv(ctx, op):
     return _lower_conv(ctx, op, transposed=False)
 
 
-@aten_converter("aten.conv_transpose1d.default", "aten.conv_transpose2d.input")
+@aten_converter("aten.conv_transpose1d.default", "aten.conv_transpose2d.input", "aten.conv_transpose3d.input")
 def conv_transpose(ctx, op):
     return _lower_conv(ctx, op, transposed=True)
 
@@ -117,7 +124,13 @@ def convolution(ctx, op):
 
 # ---------------------------------------------------------------------------- pnnx → ncnn
 def _nd(op) -> int:
-    return 1 if op.type.endswith("1d") else 2
+    return int(op.type[-2])  # nn.Conv1d ... nn.ConvTranspose3d, F.conv1d / F.conv2d
+
+
+#: ncnn param names per spatial axis, outermost (d) first: kernel, stride, dilation, pads
+_AXIS_NAMES = (("kernel_d", "stride_d", "dilation_d", "pad_front", "pad_behind"),
+               ("kernel_h", "stride_h", "dilation_h", "pad_top", "pad_bottom"),
+               ("kernel_w", "stride_w", "dilation_w", "pad_left", "pad_right"))
 
 
 def _explicit_pads(op, nd: int, kernel, dilation) -> list[tuple[int, int]]:
@@ -135,31 +148,33 @@ def _explicit_pads(op, nd: int, kernel, dilation) -> list[tuple[int, int]]:
 
 
 def _geometry(nd: int, kernel, stride, dilation, pads) -> dict:
-    """ncnn's kernel/stride/dilation/pad params (w = last torch dim, h = the one before)."""
-    if nd == 1:
-        return {"kernel_w": kernel[0], "stride_w": stride[0], "dilation_w": dilation[0],
-                "pad_left": pads[0][0], "pad_right": pads[0][1]}
-    return {"kernel_w": kernel[1], "kernel_h": kernel[0], "stride_w": stride[1], "stride_h": stride[0],
-            "dilation_w": dilation[1], "dilation_h": dilation[0],
-            "pad_left": pads[1][0], "pad_right": pads[1][1], "pad_top": pads[0][0], "pad_bottom": pads[0][1]}
+    """ncnn's kernel/stride/dilation/pad params (w = last torch dim, h = the one before, d = the
+    one before that)."""
+    out = {}
+    for names, k, s, d, (before, after) in zip(_AXIS_NAMES[-nd:], kernel, stride, dilation, pads):
+        out.update(zip(names, (k, s, d, before, after)))
+    return out
 
 
 def _layer_type(base: str, nd: int, groups: int) -> str:
-    return base + ("DepthWise" if groups != 1 else "") + ("1D" if nd == 1 else "")
+    return base + ("DepthWise" if groups != 1 else "") + {1: "1D", 2: "", 3: "3D"}[nd]
+
+
+_FEATURE_MAP = {1: "(N, C, L)", 2: "(N, C, H, W)", 3: "(N, C, D, H, W)"}
 
 
 def _check_feature_map(op, ctx):
-    """The input must be (N, C, L) / (N, C, H, W) with the batch axis at dim 0, or unbatched
-    (C, L) / (C, H, W): a (C, L) / (C, H, W) blob in ncnn either way."""
+    """The input must be (N, C, L) / (N, C, H, W) / (N, C, D, H, W) with the batch axis at dim 0,
+    or unbatched: a (C, L) / (C, H, W) / (C, D, H, W) blob in ncnn either way."""
     nd = _nd(op)
     x = op.inputs[0]
     if ncnn_rank(x) != nd + 1:
-        return (f"unsupported: {op.type} input {x.name} of shape {x.shape} is not "
-                f"{'(N, C, L)' if nd == 1 else '(N, C, H, W)'} with the batch axis first")
+        return (f"unsupported: {op.type} input {x.name} of shape {x.shape} is not {_FEATURE_MAP[nd]} "
+                "with the batch axis first")
     return None
 
 
-@ncnn_rule("nn.Conv1d", "nn.Conv2d", validator=_check_feature_map)
+@ncnn_rule("nn.Conv1d", "nn.Conv2d", "nn.Conv3d", validator=_check_feature_map)
 def conv_layer(ctx, op):
     nd = _nd(op)
     p = op.params
@@ -189,7 +204,7 @@ def _deconv_weight(weight, groups: int):
     return derived(load, (groups * out_g, in_g, *kernel), weight.dtype)
 
 
-@ncnn_rule("nn.ConvTranspose1d", "nn.ConvTranspose2d", validator=_check_feature_map)
+@ncnn_rule("nn.ConvTranspose1d", "nn.ConvTranspose2d", "nn.ConvTranspose3d", validator=_check_feature_map)
 def deconv_layer(ctx, op):
     nd = _nd(op)
     p = op.params
@@ -197,9 +212,7 @@ def deconv_layer(ctx, op):
         _ints(p[k], nd, k) for k in ("kernel_size", "stride", "dilation", "padding", "output_padding"))
     groups = int(p.get("groups", 1))
     geometry = _geometry(nd, kernel, stride, dilation, [(q, q) for q in padding])
-    geometry["output_pad_right"] = output_padding[-1]
-    if nd == 2:
-        geometry["output_pad_bottom"] = output_padding[0]
+    geometry.update(zip(("output_pad_behind", "output_pad_bottom", "output_pad_right")[-nd:], output_padding))
     weight, bias = op.attrs["weight"], op.attrs.get("bias") if p.get("bias") else None
     in_g = int(weight.shape[0]) // groups
     if nd == 2 and groups > 1 and in_g > 1:

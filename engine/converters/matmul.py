@@ -8,14 +8,21 @@ ATen → pnnx:
 * ``aten.matmul.default``, ``aten.mm.default``, ``aten.bmm.default`` → ``torch.matmul``;
 * ``aten.baddbmm.default`` / ``aten.addmm.default`` (``beta * self + alpha * (a @ b)``) →
   ``torch.matmul`` and a ``pnnx.Expression`` for the scaling and the sum;
-* ``aten.einsum.default`` with one or two operands whose equation is a contraction (every
-  index appears in at most two places, none repeated within an operand): the operands are
-  permuted to ``(batch..., free..., summed...)`` / ``(batch..., summed..., free...)``, the free
-  and summed groups reshaped to one axis each when there are several, multiplied with
-  ``torch.matmul``, and the result reshaped/permuted to the output order. A one-operand
-  equation that only reorders axes is a permute. Static shapes only.
+* ``aten.einsum.default`` (an implicit output is numpy's: the indices that appear once, in
+  alphabetical order): indices only one operand has and the output does not are summed first
+  (``torch.sum``); then operands are multiplied left to right, two at a time — permuted to
+  ``(batch..., free..., summed...)`` / ``(batch..., summed..., free...)``, the free and summed
+  groups reshaped to one axis each when there are several, ``torch.matmul`` — keeping the
+  indices later operands or the output read; the last result is permuted to the output order
+  (a one-operand equation that only reorders axes is just that permute). An equation with a
+  diagonal (an index repeated within an operand, a trace) → ``torch.einsum`` (``equation``,
+  explicit). Static shapes only.
 
-pnnx → ncnn: ``MatMul`` (ncnn broadcasts the batch-less leading dims as numpy does). A right
+pnnx → ncnn: ``torch.einsum`` → ``Einsum`` (a direct loop over every index: slower than
+``MatMul``, used only where the decomposition does not apply), its equation over the
+batch-less blobs — the batch index dropped from the terms that carry it, the output's indices
+renamed ``i j k l`` in order and the summed ones ``m``… (the runtime's convention); the result
+needs 1 to 4 dims (or is a trace ``ii``). ``torch.matmul`` → ``MatMul`` (ncnn broadcasts the batch-less leading dims as numpy does). A right
 operand that is a ``Permute`` swapping its last two axes, read by nothing else, is taken
 unpermuted with ``transB=1`` (pnnx's ``fuse_transpose_matmul``). When ncnn's result rank
 differs from PyTorch's batch-less one (vector operands, a batch axis that became a plain 1), a
@@ -29,8 +36,9 @@ from numbers import Number
 
 import numpy as np
 
+from ..convert.context import Unsupported
 from ..convert.registry import aten_converter, ncnn_rule
-from ..convert.shapes import ncnn_shape
+from ..convert.shapes import batch_dim, ncnn_shape
 from ..ir import Operand
 from ._expression import ExpressionBuilder
 from ._weights import matmul_weight
@@ -121,22 +129,30 @@ def add_matmul(ctx, op):
 
 
 # ---------------------------------------------------------------------------- einsum
+def parse_einsum(equation: str) -> tuple[list[str], str]:
+    """The operand terms and the output term of ``equation`` (numpy's implicit output when it
+    has no ``->``: the indices that appear once, in alphabetical order)."""
+    eq = equation.replace(" ", "")
+    lhs, arrow, out = eq.partition("->")
+    ins = lhs.split(",")
+    if not arrow:
+        letters = "".join(ins)
+        out = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    return ins, out
+
+
 class _Einsum:
-    """A parsed two-operand contraction, or a one-operand permutation."""
+    """A parsed einsum over operands of static shapes: index sizes, output, and whether it
+    needs the runtime's Einsum layer (``general``)."""
 
     def __init__(self, ctx, equation: str, operands: list[Operand]):
-        eq = equation.replace(" ", "")
-        if "..." in eq:
+        if "..." in equation:
             ctx.unsupported(f"einsum {equation!r} with an ellipsis")
-        if "->" not in eq:
-            ctx.unsupported(f"einsum {equation!r} without an explicit output")
-        lhs, self.out = eq.split("->")
-        self.ins = lhs.split(",")
-        if len(self.ins) != len(operands) or len(operands) not in (1, 2):
-            ctx.unsupported(f"einsum {equation!r} with {len(operands)} operands (1 or 2 supported)")
+        self.ins, self.out = parse_einsum(equation)
+        self.equation = ",".join(self.ins) + "->" + self.out
+        if len(self.ins) != len(operands) or not operands:
+            ctx.unsupported(f"einsum {equation!r} with {len(operands)} operands")
         for term, opd in zip(self.ins, operands):
-            if len(set(term)) != len(term):
-                ctx.unsupported(f"einsum {equation!r} repeats an index within an operand (a diagonal)")
             if opd.shape is None or len(opd.shape) != len(term) or not _static(opd):
                 ctx.unsupported(f"einsum operand {opd.name} {opd.shape} does not have a static shape matching {term!r}")
         if len(set(self.out)) != len(self.out) or not set(self.out) <= set("".join(self.ins)):
@@ -146,6 +162,18 @@ class _Einsum:
             for ch, d in zip(term, opd.shape):
                 if self.size.setdefault(ch, d) != d:
                     ctx.unsupported(f"einsum {equation!r}: index {ch} has sizes {self.size[ch]} and {d}")
+
+    @property
+    def general(self) -> bool:
+        """Whether the equation takes a diagonal (an index repeated within an operand): the
+        rest are sums, permutations and products of pairs."""
+        return any(len(set(t)) != len(t) for t in self.ins)
+
+    @property
+    def order(self) -> str:
+        """Every index, the output's first (the order of the grouped axes of each product)."""
+        seen = dict.fromkeys(self.out + "".join(self.ins))
+        return "".join(seen)
 
 
 def _permute(ctx, x: Operand, dims: list[int]) -> Operand:
@@ -166,15 +194,26 @@ def _reshape(ctx, x: Operand, shape: list[int]) -> Operand:
     return y
 
 
-def _einsum_pair(ctx, es: _Einsum, a: Operand, b: Operand) -> Operand:
-    ta, tb, out = es.ins[0], es.ins[1], es.out
-    for ch in set(ta + tb):
-        if ch not in out and (ch not in ta or ch not in tb):
-            ctx.unsupported(f"einsum sums index {ch} of one operand only")
-    batch = [c for c in out if c in ta and c in tb]
-    free_a = [c for c in out if c in ta and c not in tb]
-    free_b = [c for c in out if c in tb and c not in ta]
-    summed = [c for c in ta if c in tb and c not in out]
+def _sum_own(ctx, es: _Einsum, term: str, x: Operand, needed: set) -> tuple[str, Operand]:
+    """Sum away the indices of ``x`` that nothing else needs."""
+    dims = [i for i, c in enumerate(term) if c not in needed]
+    if not dims:
+        return term, x
+    kept = "".join(c for c in term if c in needed)
+    y = ctx.emit("torch.sum", [x], params={"dim": dims, "keepdim": False}, shape=[es.size[c] for c in kept])
+    if not kept or 0 in dims:
+        y.producer.meta["batch_out"] = [False]
+    return kept, y
+
+
+def _einsum_pair(ctx, es: _Einsum, ta: str, a: Operand, tb: str, b: Operand, needed: set) -> tuple[str, Operand]:
+    """Contract two operands into the indices ``needed`` later: a ``torch.matmul`` of
+    ``(batch, free_a, summed)`` by ``(batch, summed, free_b)`` (groups in output order)."""
+    rank = {c: i for i, c in enumerate(es.order)}
+    batch = sorted((c for c in ta if c in tb and c in needed), key=rank.get)
+    free_a = sorted((c for c in ta if c not in tb), key=rank.get)
+    free_b = sorted((c for c in tb if c not in ta), key=rank.get)
+    summed = [c for c in ta if c in tb and c not in needed]
     a = _permute(ctx, a, [ta.index(c) for c in batch + free_a + summed])
     b = _permute(ctx, b, [tb.index(c) for c in batch + summed + free_b])
     bs = [es.size[c] for c in batch]
@@ -183,18 +222,68 @@ def _einsum_pair(ctx, es: _Einsum, a: Operand, b: Operand) -> Operand:
     b = _reshape(ctx, b, bs + [k, n])
     y = emit_matmul(ctx, a, b)
     grouped = batch + free_a + free_b
-    y = _reshape(ctx, y, [es.size[c] for c in grouped])
-    return _permute(ctx, y, [grouped.index(c) for c in out])
+    return "".join(grouped), _reshape(ctx, y, [es.size[c] for c in grouped])
 
 
 @aten_converter("aten.einsum.default")
 def einsum(ctx, op):
     es = _Einsum(ctx, str(op.params.get("equation", "")), list(op.inputs))
-    if len(op.inputs) == 1:
-        if sorted(es.ins[0]) != sorted(es.out):
-            ctx.unsupported(f"einsum {op.params['equation']!r} on one operand that is not a permutation")
-        return _permute(ctx, op.inputs[0], [es.ins[0].index(c) for c in es.out])
-    return _einsum_pair(ctx, es, op.inputs[0], op.inputs[1])
+    if es.general:
+        return ctx.emit("torch.einsum", list(op.inputs), params={"equation": es.equation})
+    terms = list(zip(es.ins, op.inputs))
+    for k, (term, x) in enumerate(terms):
+        others = set(es.out).union(*(t for j, (t, _) in enumerate(terms) if j != k))
+        terms[k] = _sum_own(ctx, es, term, x, others)
+    while len(terms) > 1:  # left to right, each product keeping what later operands and the output read
+        (ta, a), (tb, b), rest = terms[0], terms[1], terms[2:]
+        terms = [_einsum_pair(ctx, es, ta, a, tb, b, set(es.out).union(*(t for t, _ in rest)))] + rest
+    term, y = terms[0]
+    return _permute(ctx, y, [term.index(c) for c in es.out])
+
+
+#: index letters of ncnn's Einsum: the output's (in order), then the summed ones
+_NCNN_OUT, _NCNN_SUMMED = "ijkl", "mnopqrstuvwx"
+
+
+def ncnn_einsum_equation(op) -> str:
+    """The runtime's equation for ``torch.einsum`` ``op`` over batch-less blobs (raises
+    :class:`Unsupported` when it has none)."""
+    ins, out = parse_einsum(op.params["equation"])
+    terms = []
+    for term, x in zip(ins, op.inputs):
+        b = batch_dim(x)
+        terms.append(term if b is None else term[:b] + term[b + 1:])
+    bo = batch_dim(op.outputs[0])
+    out = out if bo is None else out[:bo] + out[bo + 1:]
+    if not all(1 <= len(t) <= 4 for t in terms):
+        raise Unsupported(f"unsupported: einsum {op.params['equation']!r} of blobs with 0 or more than 4 dims")
+    if not out:
+        if len(terms) == 1 and len(terms[0]) == 2 and terms[0][0] == terms[0][1]:
+            return "ii"  # the runtime's trace
+        raise Unsupported(f"unsupported: einsum {op.params['equation']!r} to a scalar (ncnn's Einsum needs a tensor)")
+    summed = sorted(set("".join(terms)) - set(out))
+    if len(out) > len(_NCNN_OUT) or len(summed) > len(_NCNN_SUMMED):
+        raise Unsupported(f"unsupported: einsum {op.params['equation']!r} with more than 4 output or 12 summed indices")
+    rename = dict(zip(out, _NCNN_OUT)) | dict(zip(summed, _NCNN_SUMMED))
+    return ",".join("".join(rename[c] for c in t) for t in terms) + "->" + "".join(rename[c] for c in out)
+
+
+def _check_einsum(op, ctx):
+    try:
+        ncnn_einsum_equation(op)
+    except Unsupported as e:
+        return str(e)
+    return None
+
+
+@ncnn_rule("torch.einsum", validator=_check_einsum)
+def einsum_layer(ctx, op):
+    equation = ncnn_einsum_equation(op)
+    y = ctx.layer("Einsum", list(op.inputs), equation=[ord(c) for c in equation])
+    want = ncnn_shape(op.outputs[0])
+    if equation == "ii" and want != [1]:
+        return reshape_to(ctx, intermediate(y, [1]), want, final=True)
+    return y
 
 
 # ---------------------------------------------------------------------------- pnnx → ncnn

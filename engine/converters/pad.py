@@ -8,7 +8,10 @@ ATen → pnnx ``F.pad`` (``pad`` in PyTorch's order — last dim first, (begin, 
 * ``aten.index.Tensor`` with one constant index vector on a non-batch dim that reads the input
   the way a reflect or replicate pad does — what ``run_decompositions()`` turns those pads into
   (after ``fold_constants`` made the index a constant). A vector that repeats the input the way
-  a nearest resize does (core ATen's ``upsample_nearest1d``) becomes ``F.interpolate``.
+  a nearest resize does (core ATen's ``upsample_nearest1d``) becomes ``F.interpolate``, and so do
+  one constant vector per spatial dim of an (N, C, ...) input, broadcast against each other as
+  an outer product, each reading its dim as a nearest resize does (core ATen's
+  ``upsample_nearest3d``).
 
 pnnx → ncnn: ``Padding`` (type 0 constant, 1 replicate, 2 reflect; left/right on w, top/bottom
 on h, front/behind on c of a 3-D blob or d of a 4-D one); negative pads crop (``Crop``).
@@ -68,15 +71,47 @@ def _pad_pattern(idx: np.ndarray, n: int):
 
 
 def _nearest_pattern(idx: np.ndarray, n: int) -> bool:
-    """Whether ``idx`` is what ncnn's nearest Interp reads for output size len(idx)."""
-    m = len(idx)
+    """Whether ``idx`` is what ncnn's nearest Interp reads for output size len(idx) > n."""
+    return len(idx) > n and np.array_equal(idx, _ncnn_nearest(len(idx), n))
+
+
+def _ncnn_nearest(m: int, n: int) -> np.ndarray:
+    """The source index ncnn's nearest Interp reads for each of ``m`` outputs from ``n`` inputs."""
     ws = np.float32(n) / np.float32(m)
-    want = np.minimum((np.arange(m, dtype=np.float32) * ws).astype(np.int64), n - 1)
-    return m > n and np.array_equal(idx, want)
+    return np.minimum((np.arange(m, dtype=np.float32) * ws).astype(np.int64), n - 1)
+
+
+def _outer_nearest(op, ctx) -> list[int] | None:
+    """The output sizes when ``op`` indexes every spatial dim (2 and up) of an (N, C, ...)
+    input with constant vectors broadcast as an outer product, each a nearest resize of its dim."""
+    x = op.inputs[0]
+    listed = op.params.get("indices") or [n for n in op.input_names if n.startswith("indices.")]
+    used = [d for d, v in enumerate(listed) if v is not None]
+    if x.shape is None or len(used) < 2 or used != list(range(2, len(x.shape))):
+        return None
+    sizes = []
+    for j, d in enumerate(used):
+        opd = op.named_input(f"indices.{d}")
+        value = None if opd is None else ctx.const_value(opd)
+        if value is None or not np.issubdtype(np.asarray(value).dtype, np.integer) or not isinstance(x.shape[d], int):
+            return None
+        arr = np.asarray(value, dtype=np.int64)
+        # broadcast as an outer product: vector j runs along dim j of the index block
+        if arr.ndim != len(used) - j or any(s != 1 for s in arr.shape[1:]):
+            return None
+        vec = arr.reshape(-1)
+        if not np.array_equal(vec, _ncnn_nearest(len(vec), x.shape[d])):
+            return None
+        sizes.append(len(vec))
+    out = op.outputs[0].shape
+    return sizes if out is not None and list(out) == list(x.shape[:2]) + sizes else None
 
 
 def _index_kind(op, ctx):
     x = op.inputs[0]
+    sizes = _outer_nearest(op, ctx)
+    if sizes is not None:
+        return ("nearest", 2, sizes)
     found = index_vector(op, ctx)
     if found is None or x.shape is None:
         return None
@@ -88,14 +123,15 @@ def _index_kind(op, ctx):
     if pattern is not None:
         return ("pad", dim) + pattern
     if dim == len(x.shape) - 1 and _nearest_pattern(idx, size):
-        return ("nearest", dim, len(idx))
+        return ("nearest", dim, [len(idx)])
     return None
 
 
 def _check_index(op, ctx):
     if _index_kind(op, ctx) is None:
         return ("unsupported: indexing with these indices (converted here: one constant index vector on a non-batch "
-                "dim that reads like a reflect/replicate pad or a nearest resize)")
+                "dim that reads like a reflect/replicate pad or a nearest resize, or one per spatial dim that read "
+                "like a nearest resize)")
     return None
 
 
@@ -104,7 +140,7 @@ def index_pattern(ctx, op):
     x = op.inputs[0]
     kind = _index_kind(op, ctx)
     if kind[0] == "nearest":
-        return ctx.emit("F.interpolate", [x], params={"size": [kind[2]], "mode": "nearest", "recompute_scale_factor": None})
+        return ctx.emit("F.interpolate", [x], params={"size": kind[2], "mode": "nearest", "recompute_scale_factor": None})
     _, dim, mode, before, after = kind
     pad_list = [0, 0] * (len(x.shape) - 1 - dim) + [before, after]
     return _pad(ctx, x, pad_list, mode)
@@ -127,13 +163,21 @@ def _check_pad(op, ctx):
     if not src or len(src) > 4:
         return f"unsupported: pad of a {len(src or [])}-D ncnn blob"
     pads = op.params["pad"]
-    k = len(pads) // 2
+    k = _padded_dims(pads)
     torch_rank = len(x.shape)
     if is_batched(x) and k >= torch_rank and any(pads[2 * (torch_rank - 1):]):
         return "unsupported: pad along the batch axis"
     if k > len(_SIDES[len(src)]):
         return f"unsupported: pad of {k} dims of a {len(src)}-D ncnn blob"
     return None
+
+
+def _padded_dims(pads) -> int:
+    """How many dims (innermost first) ``pads`` touches: trailing all-zero pairs are no pad."""
+    k = len(pads) // 2
+    while k and not pads[2 * k - 2] and not pads[2 * k - 1]:
+        k -= 1
+    return k
 
 
 @ncnn_rule("F.pad", validator=_check_pad)
@@ -145,7 +189,7 @@ def pad_ncnn(ctx, op):
     grow = {}
     crop_axes, starts, ends = [], [], []
     padded = list(src)
-    for i in range(len(pads) // 2):
+    for i in range(_padded_dims(pads)):
         before, after = pads[2 * i], pads[2 * i + 1]
         axis = len(src) - 1 - i
         names = sides[i]

@@ -1,19 +1,16 @@
-"""Pooling: max/avg pool 1-D and 2-D, adaptive avg/max pool 1-D and 2-D.
+"""Pooling: max/avg pool 1-D, 2-D and 3-D, adaptive avg/max pool 1-D, 2-D and 3-D.
 
-ATen → pnnx:
+ATen → pnnx (``N`` = 1, 2, 3):
 
-* ``aten.max_pool2d.default``, ``aten.max_pool2d_with_indices.default`` (indices unused) →
-  ``F.max_pool2d``; ``aten.max_pool1d.default``, ``aten.max_pool1d_with_indices.default`` →
-  ``F.max_pool1d`` (``kernel_size, stride, padding, dilation, ceil_mode, return_indices``);
-* ``aten.avg_pool2d.default`` → ``F.avg_pool2d``; ``aten.avg_pool1d.default`` →
-  ``F.avg_pool1d`` (``kernel_size, stride, padding, ceil_mode, count_include_pad,
-  divisor_override``);
-* ``aten.adaptive_avg_pool2d.default``, ``aten._adaptive_avg_pool2d.default`` →
-  ``F.adaptive_avg_pool2d``; ``aten.adaptive_avg_pool1d.default`` → ``F.adaptive_avg_pool1d``;
-  ``aten.adaptive_max_pool2d.default`` / ``aten.adaptive_max_pool1d.default`` (indices unused)
-  → ``F.adaptive_max_pool2d`` / ``F.adaptive_max_pool1d`` (``output_size``).
+* ``aten.max_poolNd.default``, ``aten.max_poolNd_with_indices.default`` (indices unused) →
+  ``F.max_poolNd`` (``kernel_size, stride, padding, dilation, ceil_mode, return_indices``);
+* ``aten.avg_poolNd.default`` → ``F.avg_poolNd`` (``kernel_size, stride, padding, ceil_mode,
+  count_include_pad, divisor_override``);
+* ``aten.adaptive_avg_poolNd.default``, ``aten._adaptive_avg_pool2d|3d.default`` →
+  ``F.adaptive_avg_poolNd``; ``aten.adaptive_max_poolNd.default`` (indices unused) →
+  ``F.adaptive_max_poolNd`` (``output_size``).
 
-pnnx → ncnn: ``Pooling`` (2-D) / ``Pooling1D``. Where PyTorch's output size differs from what
+pnnx → ncnn: ``Pooling1D`` / ``Pooling`` (2-D) / ``Pooling3D`` (on a 4-D (C, D, H, W) blob). Where PyTorch's output size differs from what
 ncnn's "full padding" (ceil) mode computes — the last window may not start in the right
 padding in PyTorch — the rule uses valid padding with the right/bottom pad that gives exactly
 PyTorch's windows; an average that counts padding and has windows past the padded input gets
@@ -83,16 +80,14 @@ def _adaptive(kind: str, n: int):
     return convert
 
 
-aten_converter("aten.max_pool2d.default", "aten.max_pool2d_with_indices.default",
-               validator=_unused_indices)(_max_pool(2))
-aten_converter("aten.max_pool1d.default", "aten.max_pool1d_with_indices.default",
-               validator=_unused_indices)(_max_pool(1))
-aten_converter("aten.avg_pool2d.default")(_avg_pool(2))
-aten_converter("aten.avg_pool1d.default")(_avg_pool(1))
-aten_converter("aten.adaptive_avg_pool2d.default", "aten._adaptive_avg_pool2d.default")(_adaptive("avg", 2))
+for _n in (1, 2, 3):
+    aten_converter(f"aten.max_pool{_n}d.default", f"aten.max_pool{_n}d_with_indices.default",
+                   validator=_unused_indices)(_max_pool(_n))
+    aten_converter(f"aten.avg_pool{_n}d.default")(_avg_pool(_n))
+    aten_converter(f"aten.adaptive_max_pool{_n}d.default", validator=_unused_indices)(_adaptive("max", _n))
 aten_converter("aten.adaptive_avg_pool1d.default")(_adaptive("avg", 1))
-aten_converter("aten.adaptive_max_pool2d.default", validator=_unused_indices)(_adaptive("max", 2))
-aten_converter("aten.adaptive_max_pool1d.default", validator=_unused_indices)(_adaptive("max", 1))
+aten_converter("aten.adaptive_avg_pool2d.default", "aten._adaptive_avg_pool2d.default")(_adaptive("avg", 2))
+aten_converter("aten.adaptive_avg_pool3d.default", "aten._adaptive_avg_pool3d.default")(_adaptive("avg", 3))
 
 
 # ----------------------------------------------------------------------------- pnnx → ncnn
@@ -122,11 +117,19 @@ def _axis(size, kernel: int, stride: int, pad: int, ceil_mode: bool) -> _Axis | 
     return _Axis(kernel, stride, pad, pad_end, max(0, lo - pad))
 
 
+def _spatial(op) -> int:
+    return int(op.type[-2])  # F.max_pool1d ... F.adaptive_avg_pool3d
+
+
+#: per spatial rank: the ncnn layer and the blob it expects
+_LAYER = {1: ("Pooling1D", "(C, L)"), 2: ("Pooling", "(C, H, W)"), 3: ("Pooling3D", "(C, D, H, W)")}
+
+
 def _check_rank(op, ctx):
-    n = 2 if op.type.endswith("2d") else 1
+    n = _spatial(op)
     rank = len(ncnn_shape(op.inputs[0]) or [])
     if rank != n + 1:
-        return f"unsupported: {op.type} of a {rank}-D ncnn blob (expects (C, {'H, W' if n == 2 else 'L'}))"
+        return f"unsupported: {op.type} of a {rank}-D ncnn blob (expects {_LAYER[n][1]})"
     return None
 
 
@@ -140,16 +143,21 @@ def _check_pool(op, ctx):
     return None
 
 
+#: ncnn param names of the axes, outermost first (d, h, w): kernel, stride, pads before/after
+_AXIS_NAMES = (("kernel_d", "stride_d", "pad_front", "pad_behind"), ("kernel_h", "stride_h", "pad_top", "pad_bottom"),
+               ("kernel_w", "stride_w", "pad_left", "pad_right"))
+
+
 def _names(n: int):
-    """ncnn param names of the axes, outermost first (2-D: h then w)."""
-    return [("kernel_h", "stride_h", "pad_top", "pad_bottom"), ("kernel_w", "stride_w", "pad_left", "pad_right")][-n:]
+    """ncnn param names of the last ``n`` axes, outermost first (2-D: h then w)."""
+    return _AXIS_NAMES[-n:]
 
 
-@ncnn_rule("F.max_pool2d", "F.max_pool1d", "F.avg_pool2d", "F.avg_pool1d", validator=_check_pool)
+@ncnn_rule(*(f"F.{kind}_pool{n}d" for kind in ("max", "avg") for n in (1, 2, 3)), validator=_check_pool)
 def pool_ncnn(ctx, op):
     x = op.inputs[0]
-    n = 2 if op.type.endswith("2d") else 1
-    layer = "Pooling" if n == 2 else "Pooling1D"
+    n = _spatial(op)
+    layer = _LAYER[n][0]
     is_avg = "avg" in op.type
     src = ncnn_shape(x)
     p = op.params
@@ -190,26 +198,26 @@ def _divide(ctx, op, y):
     return ctx.layer("BinaryOp", [y], op_type=int(BinaryOpType.MUL), with_scalar=1, b=float(area) / float(div))
 
 
+#: ncnn Padding's sides of the axes, outermost first (d, h, w)
+_PAD_SIDES = (("front", "behind"), ("top", "bottom"), ("left", "right"))
+
+
 def _zero_pad(ctx, x, axes: list[_Axis], src: list):
     sides = {}
     padded = list(src)
-    if len(axes) == 2:
-        sides.update(top=axes[0].pad, bottom=axes[0].pad, left=axes[1].pad, right=axes[1].pad)
-    else:
-        sides.update(left=axes[0].pad, right=axes[0].pad)
+    for (before, after), a in zip(_PAD_SIDES[-len(axes):], axes):
+        sides.update({before: a.pad, after: a.pad})
     for i, a in enumerate(axes):
         padded[len(src) - len(axes) + i] += 2 * a.pad
     y = ctx.layer("Padding", [x], type=int(PaddingType.CONSTANT), value=0.0, **sides)
     return intermediate(y, padded)
 
 
-@ncnn_rule("F.adaptive_avg_pool2d", "F.adaptive_max_pool2d", "F.adaptive_avg_pool1d", "F.adaptive_max_pool1d",
-           validator=_check_rank)
+@ncnn_rule(*(f"F.adaptive_{kind}_pool{n}d" for kind in ("max", "avg") for n in (1, 2, 3)), validator=_check_rank)
 def adaptive_pool_ncnn(ctx, op):
-    n = 2 if op.type.endswith("2d") else 1
+    n = _spatial(op)
     size = [(-233 if s is None else s) for s in op.params["output_size"]]
     kind = PoolingType.AVG if "avg" in op.type else PoolingType.MAX
-    params = {"pooling_type": int(kind), "adaptive_pooling": 1, "out_w": size[-1]}
-    if n == 2:
-        params["out_h"] = size[0]
-    return ctx.layer("Pooling" if n == 2 else "Pooling1D", [op.inputs[0]], **params)
+    params = {"pooling_type": int(kind), "adaptive_pooling": 1}
+    params.update(zip(("out_d", "out_h", "out_w")[-n:], size))
+    return ctx.layer(_LAYER[n][0], [op.inputs[0]], **params)

@@ -1,11 +1,15 @@
-"""Reductions: mean, sum, amax/amin, max/min over dims, prod; var/std (and var_mean/std_mean);
-vector norms (L1, L2).
+"""Reductions: mean, sum, amax/amin, max/min (over dims or all), prod, logsumexp; var/std (and
+var_mean/std_mean); vector norms (L1, L2).
 
 ATen → pnnx: ``aten.mean.dim`` / ``aten.mean.default`` → ``torch.mean``;
 ``aten.sum.dim_IntList`` / ``aten.sum.default`` → ``torch.sum``; ``aten.amax.default`` /
-``aten.amin.default`` → ``torch.amax`` / ``torch.amin``; ``aten.max.dim`` / ``aten.min.dim``
-(indices unused) → ``torch.max`` / ``torch.min``; ``aten.prod.dim_int`` → ``torch.prod``
-(params ``dim`` — a list, None for all — and ``keepdim``); ``aten.var``/``aten.std``
+``aten.amin.default`` and the full ``aten.max.default`` / ``aten.min.default`` → ``torch.amax``
+/ ``torch.amin``; ``aten.max.dim`` / ``aten.min.dim`` (indices unused) → ``torch.max`` /
+``torch.min``; ``aten.prod.dim_int`` / ``aten.prod.default`` → ``torch.prod`` (params ``dim`` —
+a list, None for all — and ``keepdim``); ``aten.logsumexp.default`` → ``m = torch.amax``
+(keepdim) → ``pnnx.Expression`` ``sub(x, m)`` → ``torch.logsumexp`` → ``add(·, m)``, PyTorch's
+own stable form (ncnn's LogSumExp sums ``exp(x)`` directly, which overflows above 88; an
+infinite maximum gives NaN here where PyTorch guards it); ``aten.var``/``aten.std``
 (``.correction``, ``.dim``, ``.default``) and ``aten.var_mean``/``aten.std_mean`` (``.correction``,
 ``.dim``) decompose into ``torch.mean`` (keepdim) → ``pnnx.Expression`` ``square(sub(x, m))`` →
 ``torch.mean`` → ``mul(v, n/(n-correction))`` (→ ``sqrt`` for std); the count of reduced elements
@@ -29,7 +33,7 @@ _PNNX = {"mean": "torch.mean", "sum": "torch.sum", "amax": "torch.amax", "amin":
          "max": "torch.max", "min": "torch.min", "prod": "torch.prod"}
 _OPERATION = {"torch.mean": ReductionOp.MEAN, "torch.sum": ReductionOp.SUM, "torch.amax": ReductionOp.MAX,
               "torch.amin": ReductionOp.MIN, "torch.max": ReductionOp.MAX, "torch.min": ReductionOp.MIN,
-              "torch.prod": ReductionOp.PROD}
+              "torch.prod": ReductionOp.PROD, "torch.logsumexp": ReductionOp.LOGSUMEXP}
 _NORMS = {1.0: ReductionOp.L1, 2.0: ReductionOp.L2}
 
 
@@ -47,7 +51,7 @@ def _reduction(kind: str):
         dim = op.params.get("dim")
         if dim is not None and not isinstance(dim, list):
             dim = [dim]
-        if dim == [] and kind in ("amax", "amin"):
+        if dim == []:  # sum/mean over dim=[] (core ATen's full reduction), amax/amin(): every dim
             dim = None
         y = ctx.emit(_PNNX[kind], [op.inputs[0]], params={"dim": dim, "keepdim": bool(op.params.get("keepdim", False))})
         return [y] + [None] * (len(op.outputs) - 1)
@@ -59,9 +63,37 @@ aten_converter("aten.mean.dim", "aten.mean.default", validator=_float_result)(_r
 aten_converter("aten.sum.dim_IntList", "aten.sum.default", validator=_float_result)(_reduction("sum"))
 aten_converter("aten.amax.default", validator=_float_result)(_reduction("amax"))
 aten_converter("aten.amin.default", validator=_float_result)(_reduction("amin"))
+aten_converter("aten.max.default", validator=_float_result)(_reduction("amax"))
+aten_converter("aten.min.default", validator=_float_result)(_reduction("amin"))
 aten_converter("aten.max.dim", validator=_float_result)(_reduction("max"))
 aten_converter("aten.min.dim", validator=_float_result)(_reduction("min"))
-aten_converter("aten.prod.dim_int", validator=_float_result)(_reduction("prod"))
+aten_converter("aten.prod.dim_int", "aten.prod.default", validator=_float_result)(_reduction("prod"))
+
+
+def _reduced(ctx, op, what: str):
+    """``(x, dims, keepdim, kept, reduced)`` of a reduction: the input, the dims it reduces, and
+    the shapes with those dims kept as 1 / as requested (``keepdim``)."""
+    x = op.inputs[0]
+    if x.shape is None:
+        ctx.unsupported(f"{what} of a tensor of unknown shape")
+    rank = len(x.shape)
+    dim = op.params.get("dim")
+    dims = list(range(rank)) if dim is None or dim == [] else \
+        [normalize_dim(d, max(rank, 1)) for d in (dim if isinstance(dim, list) else [dim])]
+    keepdim = bool(op.params.get("keepdim", False))
+    kept = [1 if i in dims else s for i, s in enumerate(x.shape)]
+    return x, dims, keepdim, kept, kept if keepdim else [s for i, s in enumerate(x.shape) if i not in dims]
+
+
+@aten_converter("aten.logsumexp.default", validator=_float_result)
+def logsumexp(ctx, op):
+    x, dims, keepdim, kept, reduced = _reduced(ctx, op, "logsumexp")
+    m = ctx.emit("torch.amax", [x], params={"dim": dims, "keepdim": True}, shape=kept)
+    shifted = ctx.emit("pnnx.Expression", [x, m], params={"expr": "sub(@0,@1)"}, shape=list(x.shape))
+    s = ctx.emit("torch.logsumexp", [shifted], params={"dim": dims, "keepdim": keepdim}, shape=reduced)
+    if not keepdim:
+        m = ctx.emit("Tensor.reshape", [m], params={"shape": reduced}, shape=reduced)
+    return ctx.emit("pnnx.Expression", [s, m], params={"expr": "add(@0,@1)"}, shape=reduced)
 
 
 def _norm_order(op):
@@ -94,16 +126,7 @@ def _correction(op) -> float:
 
 
 def _moments(ctx, op, std: bool):
-    x = op.inputs[0]
-    if x.shape is None:
-        ctx.unsupported("variance of a tensor of unknown shape")
-    rank = len(x.shape)
-    dim = op.params.get("dim")
-    dims = list(range(rank)) if dim is None or dim == [] else [normalize_dim(d, max(rank, 1)) for d in
-                                                                  (dim if isinstance(dim, list) else [dim])]
-    keepdim = bool(op.params.get("keepdim", False))
-    kept = [1 if i in dims else s for i, s in enumerate(x.shape)]
-    reduced = kept if keepdim else [s for i, s in enumerate(x.shape) if i not in dims]
+    x, dims, keepdim, kept, reduced = _reduced(ctx, op, "variance")
     n = 1
     for d in dims:
         n = n * x.shape[d] if isinstance(x.shape[d], int) and isinstance(n, int) else None

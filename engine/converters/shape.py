@@ -4,7 +4,8 @@ chunk/split, slice/select, channel shuffle and no-op expands.
 ATen → pnnx (pnnx's own spellings):
 
 * ``aten.view.default``, ``aten.reshape.default``, ``aten._unsafe_view.default``,
-  ``aten.view_copy.default``, ``aten.unflatten.int`` → ``Tensor.reshape`` (``shape``);
+  ``aten.view_copy.default``, ``aten.unflatten.int``, ``aten.reshape_as.default``,
+  ``aten.view_as.default`` → ``Tensor.reshape`` (``shape``);
 * ``aten.flatten.using_ints`` → ``torch.flatten`` (``start_dim``, ``end_dim``);
 * ``aten.squeeze.dim|dims|default`` → ``torch.squeeze`` (``dim``); ``aten.unsqueeze.default`` →
   ``torch.unsqueeze`` (``dim``);
@@ -13,7 +14,8 @@ ATen → pnnx (pnnx's own spellings):
 * ``aten.cat.default`` / ``aten.concat.default`` → ``torch.cat`` (``dim``);
 * ``aten.chunk.default`` → ``torch.chunk``; ``aten.split.Tensor``,
   ``aten.split_with_sizes.default``, ``aten.split.sizes`` → ``torch.split``
-  (``split_size_or_sections``, ``dim``); ``aten.unbind.int`` → ``torch.unbind``;
+  (``split_size_or_sections``, ``dim``); ``aten.tensor_split.sections|indices`` →
+  ``torch.split`` into the outputs' sizes; ``aten.unbind.int`` → ``torch.unbind``;
 * ``aten.slice.Tensor`` → ``Tensor.slice`` (``dim``, ``start``, ``end``, ``step``);
   ``aten.select.int`` → ``Tensor.select`` (``dim``, ``index``);
 * ``aten.channel_shuffle.default`` / ``aten.native_channel_shuffle.default`` →
@@ -227,8 +229,10 @@ def as_strided(ctx, op):
     return ctx.emit("Tensor.reshape", [op.inputs[0]], params={"shape": list(op.params["size"])})
 
 
-@aten_converter("aten.unflatten.int")
-def unflatten(ctx, op):
+@aten_converter("aten.unflatten.int", "aten.reshape_as.default", "aten.view_as.default")
+def reshape_to_output(ctx, op):
+    """A reshape to the shape the output has (``unflatten``; ``reshape_as`` reads only the other
+    tensor's shape)."""
     return ctx.emit("Tensor.reshape", [op.inputs[0]], params={"shape": list(op.outputs[0].shape or [])})
 
 
@@ -340,6 +344,17 @@ def split(ctx, op):
 def split_with_sizes(ctx, op):
     key = "split_sizes" if "split_sizes" in op.params else "split_size"
     return _multi(ctx, op, "torch.split", {"split_size_or_sections": list(op.params[key]), "dim": op.params["dim"]})
+
+
+@aten_converter("aten.tensor_split.sections", "aten.tensor_split.indices")
+def tensor_split(ctx, op):
+    """``torch.split`` into the sizes the outputs have along ``dim`` (static, none empty)."""
+    x = op.inputs[0]
+    dim = normalize_dim(op.params.get("dim", 0), _rank(x))
+    sizes = [None if o.shape is None else o.shape[dim] for o in op.outputs]
+    if not all(isinstance(s, int) and s > 0 for s in sizes):
+        ctx.unsupported(f"tensor_split into sections of sizes {sizes} (static, non-empty sections convert)")
+    return _multi(ctx, op, "torch.split", {"split_size_or_sections": sizes, "dim": dim})
 
 
 @aten_converter("aten.unbind.int")
@@ -889,8 +904,9 @@ def repeat_ncnn(ctx, op):
 @ncnn_rule("nn.ChannelShuffle")
 def channel_shuffle_ncnn(ctx, op):
     x = op.inputs[0]
-    if len(ncnn_shape(x) or []) != 3:
-        ctx.unsupported(f"channel shuffle of shape {x.shape} (ncnn shuffles the channels of a (N, C, H, W) tensor)")
+    if len(ncnn_shape(x) or []) not in (3, 4) or ncnn_axis(x, 1) != 0:
+        ctx.unsupported(f"channel shuffle of shape {x.shape} (ncnn shuffles the channels of a (N, C, H, W) or "
+                        "(N, C, D, H, W) tensor)")
     return ctx.layer("ShuffleChannel", [x], group=op.params["groups"])
 
 

@@ -1,8 +1,9 @@
 """Shared graph surgery for the rewriting passes: find an operator's sole reader, replace a chain
-of operators by one."""
+of operators by one, try a rewrite at every chain end."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+import logging
+from typing import Any, Callable, Sequence
 
 from ..ir import Attribute, Graph, IRError, Operand, Operator, Provenance
 
@@ -21,6 +22,18 @@ def sole_consumer(op: Operator, types: Sequence[str]) -> Operator | None:
     if user.type not in types or len(user.inputs) != 1 or len(user.outputs) != 1:
         return None
     return user
+
+
+def rewrite_from_roots(graph: Graph, rewrite: Callable[[Graph, Operator], bool], what: str) -> None:
+    """Try ``rewrite(graph, root)`` with every ATen operator as a chain's last op, the last ones
+    first (a chain's end comes after its start); operators a rewrite removed are skipped."""
+    from ..ir.vocab import is_aten
+
+    alive = set(map(id, graph.ops))
+    for root in reversed(list(graph.ops)):
+        if id(root) in alive and is_aten(root) and rewrite(graph, root):
+            logging.getLogger(__name__).debug("%s at %s", what, root.name)
+            alive = set(map(id, graph.ops))
 
 
 def replace_chain(graph: Graph, root: Operator, absorbed: Sequence[Operator], type: str, inputs: Sequence[Operand],

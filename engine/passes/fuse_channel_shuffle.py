@@ -6,6 +6,9 @@
     Tensor.permute dims=(0, 2, 1, 3, 4)   or   torch.transpose dim0=1 dim1=2
     Tensor.reshape → (N, C, H, W)
 
+and the same over (N, C, D, H, W) (ncnn's ShuffleChannel moves whole channels of a 3-D or
+4-D blob).
+
 The matcher of ``reshape → permute → reshape`` chains is shared with ``fuse_pixel_shuffle``.
 """
 from __future__ import annotations
@@ -82,16 +85,17 @@ def fuse_chain(graph: Graph, chain: Chain, type_: str, params: dict[str, Any]) -
     return replace_chain(graph, chain.last, [chain.first, chain.permute], type_, [chain.input], params=params)
 
 
-@graph_pass("fuse_channel_shuffle", "reshape(N,g,C/g,H,W) → transpose(1,2) → reshape(N,C,H,W) → nn.ChannelShuffle")
+@graph_pass("fuse_channel_shuffle", "reshape(N,g,C/g,[D,]H,W) → transpose(1,2) → reshape(N,C,[D,]H,W) → "
+            "nn.ChannelShuffle")
 def run(graph, cx):
     for chain in list(reshape_permute_reshape_chains(graph)):
         if any(op not in graph.ops for op in (chain.first, chain.permute, chain.last)):
             continue
         x, mid = chain.input.shape, chain.mid_shape
-        if len(x) != 4 or len(mid) != 5 or chain.dims != [0, 2, 1, 3, 4]:
+        if len(x) not in (4, 5) or len(mid) != len(x) + 1 or chain.dims != [0, 2, 1] + list(range(3, len(mid))):
             continue
-        n, c, h, w = x
+        n, c, *spatial = x
         groups = mid[1]
-        if mid != [n, groups, c // groups, h, w] or groups * (c // groups) != c or chain.output.shape != x:
+        if mid != [n, groups, c // groups, *spatial] or groups * (c // groups) != c or chain.output.shape != x:
             continue
         fuse_chain(graph, chain, "nn.ChannelShuffle", {"groups": groups})

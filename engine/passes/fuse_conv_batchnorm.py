@@ -1,7 +1,7 @@
 """Fold an inference BatchNorm into the convolution or transposed convolution before it
 (pnnx's ``fuse_conv2d_batchnorm2d`` / ``fuse_convtranspose2d_batchnorm2d`` and 1d forms).
 
-``nn.Conv1d/2d`` or ``nn.ConvTranspose1d/2d`` whose only user is an ``nn.BatchNorm1d/2d`` over
+``nn.Conv1d/2d/3d`` or ``nn.ConvTranspose1d/2d/3d`` whose only user is an ``nn.BatchNorm1d/2d/3d`` over
 its channels: the BatchNorm's per-channel ``scale, shift`` scale the kernel along the output
 channels and become the bias (``bias * scale + shift``); the BatchNorm is removed and its users
 read the convolution. The new weights are computed lazily: the kernel in float32, as pnnx folds
@@ -17,8 +17,7 @@ from ..converters.norm import batchnorm_affine
 from ._rewrite import sole_consumer
 from .manager import graph_pass
 
-_CONVS = {"nn.Conv1d": "nn.BatchNorm1d", "nn.Conv2d": "nn.BatchNorm2d",
-          "nn.ConvTranspose1d": "nn.BatchNorm1d", "nn.ConvTranspose2d": "nn.BatchNorm2d"}
+_CONVS = {f"nn.{conv}{n}d": f"nn.BatchNorm{n}d" for conv in ("Conv", "ConvTranspose") for n in (1, 2, 3)}
 
 
 def fold_scale_shift(graph, op, bn, weight_fn):

@@ -23,8 +23,9 @@ from ._rewrite import sole_consumer
 from .manager import graph_pass
 
 #: layers with ncnn's fused activation (params 9 activation_type / 10 activation_params)
-PRODUCERS = ("Convolution", "Convolution1D", "ConvolutionDepthWise", "ConvolutionDepthWise1D", "Deconvolution",
-             "Deconvolution1D", "DeconvolutionDepthWise", "DeconvolutionDepthWise1D", "InnerProduct")
+PRODUCERS = tuple(f"{base}{suffix}" for base in ("Convolution", "ConvolutionDepthWise", "Deconvolution",
+                                                  "DeconvolutionDepthWise") for suffix in ("", "1D", "3D")) + (
+    "InnerProduct",)
 ACTIVATIONS = ("ReLU", "Clip", "Sigmoid", "Mish", "HardSwish")
 
 

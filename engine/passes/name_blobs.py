@@ -3,7 +3,11 @@ remove the output markers, and record the mapping from these names to the progra
 input/output names in ``graph.meta["inputs"]`` / ``graph.meta["outputs"]``: lists of
 ``{"blob", "name", "shape", "dtype", "batch_dim"}`` — the PyTorch shape and dtype of the value,
 and which of its dims is carried as the ncnn Mat's batch count (``ncnn.Mat(a, batch_index=b)``
-to feed it, ``mat.numpy(batch_index=b)`` to read it; None: every dim is in the blob)."""
+to feed it, ``mat.numpy(batch_index=b)`` to read it; None: every dim is in the blob).
+
+Every output gets its own ``out<k>`` blob: an output that is a model input returned as it is
+(a reduction over the batch axis, a squeeze of it: nothing to compute in ncnn) or the same
+blob as an earlier output is read through an ncnn ``Noop`` layer writing ``out<k>``."""
 from __future__ import annotations
 
 from ..convert.shapes import batch_dim
@@ -46,8 +50,15 @@ def run(graph, cx):
     named = []
     for k, (opd, original, value) in enumerate(outputs):
         if id(opd) in seen or any(opd is x for _, x, _ in inputs):
-            # the same blob returned twice, or an input returned as is: keep its name
-            named.append(_entry(opd, original, value))
+            # the same blob returned twice, or an input returned as is: a Noop gives it its name
+            copy = graph.new_operand(f"out{k}", dtype=opd.dtype, shape=opd.shape)
+            copy.meta.update({key: opd.meta[key] for key in ("batch", "batch_dim") if key in opd.meta})
+            src = opd.producer
+            noop = graph.add_op("Noop", graph.unique_op_name(f"out{k}_noop"), [opd], [copy],
+                                provenance=src.provenance if src is not None else None)
+            if src is not None:
+                noop.meta.update({key: src.meta[key] for key in ("source", "module_stack") if key in src.meta})
+            named.append(_entry(copy, original, value))
             continue
         seen.add(id(opd))
         graph.rename_operand(opd, f"out{k}")

@@ -20,6 +20,9 @@ bounds are exactly [0, 6])
 ``where(x > 0, x, w * x)``, ``w`` a per-channel constant    ``aten._prelu_kernel.default``
 ``where(x > 0, x, x * s)``, ``s`` a number                  ``aten.leaky_relu.default``
 ``minimum(0, x) - log1p(exp(-abs(x)))``                     ``aten.log_sigmoid.default``
+``where(abs(x) <= l, 0, x)``, ``where(abs(x) > l, x, 0)``     ``aten.hardshrink.default``
+``where(abs(x) > l, x - sign(x) * l, x * 0)``                 ``aten.softshrink.default``
+``x[..., :h] * sigmoid(x[..., h:])`` (two halves of one dim)  ``aten.glu.default``
 =========================================================  ============================
 """
 from __future__ import annotations
@@ -62,6 +65,9 @@ def _other_tensor(op: Operator, x: Operand) -> Operand | None:
 
 
 # ----------------------------------------------------------------------------- relu6(x + 3)
+#: ops splitting a tensor into several outputs (the two halves of a GLU)
+_SPLITS = ("aten.chunk.default", "aten.split.Tensor", "aten.split_with_sizes.default")
+
 _CLAMPS = ("aten.clamp.default", "aten.clamp_min.default", "aten.clamp_max.default", "aten.hardtanh.default",
            "aten.relu.default", "aten.relu6.default")
 
@@ -272,9 +278,91 @@ def _log_sigmoid(m: Match, root: Operator):
     return "aten.log_sigmoid.default", [x], {}
 
 
+def _abs_compared(m: Match, cond: Operand | None, *types: str) -> tuple[Operand, Any] | None:
+    """``(x, l)`` when ``cond`` is ``cmp(abs(x), l)`` for a comparison in ``types``."""
+    cmp = m.take(cond, *types)
+    ab = m.take(cmp.inputs[0] if cmp else None, "aten.abs.default")
+    lambd = number(cmp, "other") if ab else None
+    return (ab.inputs[0], lambd) if lambd is not None else None
+
+
+def _hardshrink(m: Match, root: Operator):
+    if root.type not in ("aten.where.self", "aten.where.ScalarSelf", "aten.where.ScalarOther"):
+        return None
+    cond, a, b = arg(root, "condition"), arg(root, "self"), arg(root, "other")
+    if number(root, "self") == 0:  # where(abs(x) <= l, 0, x)
+        found = _abs_compared(m, cond, "aten.le.Scalar")
+        kept = b
+    elif number(root, "other") == 0:  # where(abs(x) > l, x, 0)
+        found = _abs_compared(m, cond, "aten.gt.Scalar")
+        kept = a
+    else:
+        return None
+    if found is None or kept is None or found[0] is not kept:
+        return None
+    return "aten.hardshrink.default", [kept], {"lambd": found[1]}
+
+
+def _softshrink(m: Match, root: Operator):
+    parts = _where_parts(m, root)
+    ab = m.take(parts[0].inputs[0], "aten.abs.default") if parts else None
+    if ab is None:
+        return None
+    gt, shrunk, zeroed = parts
+    x, lambd = ab.inputs[0], number(gt, "other")
+    sub = m.take(shrunk, "aten.sub.Tensor")
+    mul = m.take(arg(sub, "other") if sub and sub.params.get("alpha", 1) == 1 else None, "aten.mul.Tensor",
+                 "aten.mul.Scalar")
+    sign = m.take(arg(mul, "self") if mul else None, "aten.sign.default")
+    zero = m.take(zeroed, "aten.mul.Tensor", "aten.mul.Scalar")
+    if sign is None or lambd is None or not _close(number(mul, "other"), float(lambd)) or arg(sub, "self") is not x \
+            or sign.inputs[0] is not x or zero is None or arg(zero, "self") is not x or number(zero, "other") != 0:
+        return None
+    return "aten.softshrink.default", [x], {"lambd": lambd}
+
+
+def _half(m: Match, opd: Operand | None, first: bool) -> tuple[Operand, int] | None:
+    """``(x, dim)`` when ``opd`` is the first / second half of ``x`` along ``dim``: a slice (step
+    1), or output 0 / 1 of a two-way chunk or split into equal halves."""
+    op = m.take(opd, "aten.slice.Tensor", *_SPLITS)
+    x = op.inputs[0] if op else None
+    if x is None or x.shape is None:
+        return None
+    dim = int(op.params.get("dim", 0)) % len(x.shape)
+    size = x.shape[dim]
+    if not isinstance(size, int) or size % 2:
+        return None
+    if op.type in _SPLITS:
+        halves = {"aten.chunk.default": op.params.get("chunks") == 2,
+                  "aten.split.Tensor": op.params.get("split_size") == size // 2,
+                  "aten.split_with_sizes.default": list(op.params.get("split_sizes") or []) == [size // 2] * 2}
+        if len(op.outputs) != 2 or not halves[op.type]:
+            return None
+        return (x, dim) if op.outputs.index(opd) == (0 if first else 1) else None
+    start, end = op.params.get("start") or 0, op.params.get("end")
+    if op.params.get("step", 1) != 1 or not isinstance(start, int):
+        return None
+    end = size if end is None or (isinstance(end, int) and end >= size) else end
+    return (x, dim) if (start, end) == ((0, size // 2) if first else (size // 2, size)) else None
+
+
+def _glu(m: Match, root: Operator):
+    if root.type != "aten.mul.Tensor":
+        return None
+    for a, g in commuted(root):
+        sub = Match()
+        sig = sub.take(g, "aten.sigmoid.default")
+        first, second = _half(sub, a, True), _half(sub, sig.inputs[0] if sig else None, False)
+        if first is not None and second is not None and first[0] is second[0] and first[1] == second[1]:
+            m.ops += sub.ops
+            return "aten.glu.default", [first[0]], {"dim": first[1]}
+    return None
+
+
 #: tried in order on every op (as the chain's last op); later ones see earlier results
 PATTERNS: list[Callable[[Match, Operator], Any]] = [
-    _silu, _hardsigmoid, _hardswish, _softplus, _mish, _celu, _prelu_or_leaky, _log_sigmoid,
+    _silu, _hardsigmoid, _hardswish, _softplus, _mish, _celu, _prelu_or_leaky, _log_sigmoid, _hardshrink,
+    _softshrink, _glu,
 ]
 
 _INPUT_NAMES = {"aten._prelu_kernel.default": ["self", "weight"]}

@@ -1,18 +1,21 @@
-"""Breadth check: every torchvision classification model converts to ncnn and matches PyTorch.
+"""Breadth check: every torchvision classification (or video classification) model converts to
+ncnn and matches PyTorch.
 
 Run with the benchmark virtualenv (torch 2.14.1 + torchvision 0.29.1), never in CI::
 
     PYTHONPATH=. /work/benchvenv/bin/python tests/benchmarks/check_torchvision_convert.py [--models a,b] [--dialect core]
+    PYTHONPATH=. /work/benchvenv/bin/python tests/benchmarks/check_torchvision_convert.py --family video [--models r3d_18]
 
 Each model runs in its own process (a crash or a memory peak stays there): built like the
 conversion benchmark's models (``convert_zoo``: seeded random weights, non-trivial layer scales
 and heads, calibrated BatchNorm), exported with ``torch.export.export`` on a seeded 1×3×224×224
-input (299 for Inception-v3), optionally ``run_decompositions()``, converted in-process with
-fp32 weights, then run by the ncnn runtime with exact options (fp32, no packing, one thread).
-Match = relative error (max |ncnn − PyTorch| / max |PyTorch|) ≤ 1e-3. Models whose export fails
-are listed as such (torch's problem, not ours). Writes
-``tests/benchmarks/results/torchvision_convert[_core].md`` and ``.json``; a run with ``--models``
-replaces those models' rows of the last run and keeps the others.
+input (299 for Inception-v3; video models: a 1×3×16×112×112 clip, 16×224×224 for MViT, S3D
+and Swin3D, which need it), optionally
+``run_decompositions()``, converted in-process with fp32 weights, then run by the ncnn runtime
+with exact options (fp32, no packing, one thread). Match = relative error (max |ncnn − PyTorch|
+/ max |PyTorch|) ≤ 1e-3. Models whose export fails are listed as such (torch's problem, not
+ours). Writes ``tests/benchmarks/results/torchvision_convert[_video][_core].md`` and ``.json``;
+a run with ``--models`` replaces those models' rows of the last run and keeps the others.
 """
 from __future__ import annotations
 
@@ -30,9 +33,15 @@ TOL = 1e-3
 #: builder arguments a model needs to export as a plain classifier
 KWARGS = {"googlenet": {"aux_logits": False, "init_weights": True},
           "inception_v3": {"aux_logits": False, "init_weights": True}}
+#: per family: the torchvision module listing its models, the title of the results page and
+#: the input shape of a model
+FAMILIES = {"classification": ("models", "classification model", lambda name: (1, 3, 299, 299)
+                               if name == "inception_v3" else (1, 3, 224, 224)),
+            "video": ("models.video", "video classification model", lambda name: (1, 3, 16, 112, 112)
+                      if name in ("r3d_18", "mc3_18", "r2plus1d_18") else (1, 3, 16, 224, 224))}
 
 
-def one(name: str, dialect: str, work: Path) -> dict:
+def one(name: str, dialect: str, work: Path, family: str = "classification") -> dict:
     """Build, export, convert and compare one model (runs in a child process)."""
     import numpy as np
     import torch
@@ -42,16 +51,16 @@ def one(name: str, dialect: str, work: Path) -> dict:
     from tests.benchmarks.convert_zoo import calibrate_batchnorm, make_numerics_meaningful
     from tests.ncnn_runtime import run
 
-    size = 299 if name == "inception_v3" else 224
+    shape = FAMILIES[family][2](name)
     rec: dict = {"model": name}
     t0 = time.perf_counter()
     try:
         torch.manual_seed(0)
         model = torchvision.models.get_model(name, weights=None, **KWARGS.get(name, {}))
         make_numerics_meaningful(model)
-        calibrate_batchnorm(model, shape=(1, 3, size, size))
+        calibrate_batchnorm(model, shape=shape, batch_size=2 if family == "video" else 4)
         model.eval()
-        x = torch.randn(1, 3, size, size, generator=torch.Generator().manual_seed(1))
+        x = torch.randn(*shape, generator=torch.Generator().manual_seed(1))
         with torch.no_grad():
             want = model(x).numpy()
         ep = torch.export.export(model, (x,))
@@ -92,23 +101,29 @@ def _row(r: dict) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--models", default="", help="comma-separated names (default: all classification models)")
+    ap.add_argument("--models", default="", help="comma-separated names (default: all models of the family)")
     ap.add_argument("--dialect", choices=("training", "core"), default="training")
+    ap.add_argument("--family", choices=tuple(FAMILIES), default="classification")
     ap.add_argument("--one", help=argparse.SUPPRESS)
     ap.add_argument("--work", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--timeout", type=int, default=900, help="seconds per model")
     args = ap.parse_args()
     if args.one:
-        print(json.dumps(one(args.one, args.dialect, Path(args.work))))
+        print(json.dumps(one(args.one, args.dialect, Path(args.work), args.family)))
         return 0
+    import importlib
+
     import torchvision
 
-    names = args.models.split(",") if args.models else sorted(torchvision.models.list_models(module=torchvision.models))
+    module_name, title, _ = FAMILIES[args.family]
+    module = importlib.import_module(f"torchvision.{module_name}")
+    names = args.models.split(",") if args.models else sorted(torchvision.models.list_models(module=module))
     rows = []
     with tempfile.TemporaryDirectory(prefix="tv_convert_") as work:
         for k, name in enumerate(names, 1):
             t0 = time.time()
-            cmd = [sys.executable, __file__, "--one", name, "--dialect", args.dialect, "--work", work]
+            cmd = [sys.executable, __file__, "--one", name, "--dialect", args.dialect, "--family", args.family,
+                   "--work", work]
             try:
                 r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=args.timeout)
                 lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
@@ -121,7 +136,8 @@ def main() -> int:
                 f.unlink()
             rows.append(rec)
             print(f"[{k}/{len(names)} {time.time() - t0:.0f}s] {_row(rec)}", flush=True)
-    suffix = "" if args.dialect == "training" else "_core"
+    suffix = ("" if args.family == "classification" else f"_{args.family}") + (
+        "" if args.dialect == "training" else "_core")
     out = RESULTS / f"torchvision_convert{suffix}.md"
     store = out.with_suffix(".json")
     if args.models and store.exists():  # a subset re-run updates its rows of the last full run
@@ -132,7 +148,7 @@ def main() -> int:
     matched = [r for r in exported if r["status"] == "match"]
     import torch
 
-    text = [f"# Every torchvision classification model through pt2ncnn ({args.dialect} dialect)", "",
+    text = [f"# Every torchvision {title} through pt2ncnn ({args.dialect} dialect)", "",
             f"Generated by `tests/benchmarks/check_torchvision_convert.py` on {time.strftime('%Y-%m-%d %H:%M')}; "
             f"torch {torch.__version__}, torchvision {torchvision.__version__}. Seeded random weights (BatchNorm "
             f"calibrated), fp32 weights, ncnn with exact options; match = relative error ≤ {TOL:g}.", "",

@@ -70,6 +70,17 @@ def test_softplus_beta(tmp_path, dialect, beta):
     assert [op.type for op in r.result.ncnn.ops].count("BinaryOp") == 2
 
 
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("beta,threshold", [(1.0, 12.0), (2.0, 10.0)])
+def test_softplus_threshold_within_fp32_tolerance_warns(tmp_path, dialect, beta, threshold):
+    """ncnn's Softplus has no threshold: where that changes the result by less than fp32
+    tolerance the model converts, with a warning naming the difference."""
+    x = torch.linspace(-20, 20, 4 * 50).reshape(1, 4, 50)
+    r = check_module(nn.Softplus(beta, threshold), [x], tmp_path, dialect=dialect, expect_types=["Softplus"])
+    warnings = [d for d in r.result.diagnostics if d.severity == "warning"]
+    assert len(warnings) == 1 and f"threshold={threshold}" in warnings[0].reason, warnings
+
+
 def test_softplus_low_threshold_refused(tmp_path):
     from engine.convert import ConvertOptions, convert
     from tests.harness import export_pt2

@@ -11,7 +11,7 @@ from tests.harness import DIALECTS, Fn, check_module, export_pt2, run_ncnn
 
 OPS = {
     "add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div,
-    "maximum": torch.maximum, "minimum": torch.minimum,
+    "maximum": torch.maximum, "minimum": torch.minimum, "atan2": torch.atan2,
 }
 
 
@@ -63,7 +63,7 @@ def test_inputs_broadcast(tmp_path, dialect, a, b, op):
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
-@pytest.mark.parametrize("op", ["maximum", "minimum"])
+@pytest.mark.parametrize("op", ["maximum", "minimum", "atan2"])
 def test_maximum_minimum(tmp_path, dialect, op):
     check_module(Fn(OPS[op]), [_r(1, 4, 5, 6), _r(1, 4, 1, 6)], tmp_path, dialect=dialect, expect_types=["BinaryOp"])
 

@@ -122,14 +122,33 @@ def test_einsum_permute(tmp_path, dialect):
     assert _types(c) == ["Input", "Permute"]
 
 
-@pytest.mark.parametrize("dialect", DIALECTS)
-def test_einsum_diagonal_refused(tmp_path, dialect):
-    from engine.convert import ConvertOptions, convert
-    from tests.harness import export_pt2
+W = torch.randn(4, 5)
 
-    pt2 = export_pt2(Fn(lambda a: torch.einsum("bii->bi", a)), [torch.randn(1, 4, 4)], tmp_path / "m.pt2",
-                     dialect=dialect)
-    result = convert(str(pt2), ConvertOptions())
-    if dialect == "training":
-        assert not result.ok
-        assert any("einsum" in d.reason for d in result.errors)
+EINSUMS = {  # equation cases beyond a plain product of two operands
+    "implicit_output": (lambda x: torch.einsum("bij,jk", x, W), [(1, 3, 4)]),
+    "implicit_permute": (lambda x: torch.einsum("bji", x), [(1, 3, 4)]),
+    "sum_one_index": (lambda a: torch.einsum("bij->bi", a), [(1, 4, 5)]),
+    "sum_in_one_operand": (lambda a, b: torch.einsum("bij,bk->bik", a, b), [(1, 3, 4), (1, 5)]),
+    "three_operands": (lambda a, b, c: torch.einsum("bij,bjk,bkl->bil", a, b, c), [(1, 3, 4), (1, 4, 5), (1, 5, 2)]),
+    "bilinear": (lambda a, b, c: torch.einsum("bn,anm,bm->ba", a, b, c), [(1, 3), (1, 3, 4), (1, 4)]),
+    "outer": (lambda a, b: torch.einsum("bi,bj->bij", a, b), [(1, 3), (1, 4)]),
+}
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("name", list(EINSUMS))
+def test_einsum_equations(tmp_path, dialect, name):
+    """Sums, several operands and implicit outputs are products of pairs (no Einsum layer)."""
+    fn, shapes = EINSUMS[name]
+    c = check_module(Fn(fn), [torch.randn(*s) for s in shapes], tmp_path, dialect=dialect)
+    assert "Einsum" not in _types(c)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("equation,out_shape", [("bii->bi", (1, 4)), ("bii->b", (1,))])
+def test_einsum_with_a_diagonal(tmp_path, dialect, equation, out_shape):
+    """A diagonal (or a trace) is ncnn's Einsum layer in the TRAINING dialect; core ATen spells
+    it as ``diagonal`` (ncnn Diag) and a sum."""
+    c = check_module(Fn(lambda a: torch.einsum(equation, a)), [torch.randn(1, 4, 4)], tmp_path, dialect=dialect)
+    assert ("Einsum" if dialect == "training" else "Diag") in _types(c)
+    assert c.expected[0].shape == out_shape

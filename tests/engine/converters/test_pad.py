@@ -1,5 +1,5 @@
-"""Pad converters: constant / reflect / replicate pads of 1-D and 2-D (and channel) dims, and
-negative (cropping) pads, checked numerically in ncnn, both dialects."""
+"""Pad converters: constant / reflect / replicate pads of 1-D, 2-D and 3-D (and channel) dims,
+and negative (cropping) pads, checked numerically in ncnn, both dialects."""
 import pytest
 import torch
 import torch.nn.functional as F
@@ -28,6 +28,23 @@ def test_pad_2d(tmp_path, dialect, mode, pad):
     checked = check_module(Pad(pad, mode), [torch.randn(1, 3, 5, 6)], tmp_path, dialect=dialect,
                            expect_types=["Padding"])
     assert [op.type for op in checked.result.ncnn.ops] == ["Input", "Padding"]
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("mode", ["constant", "reflect", "replicate"])
+@pytest.mark.parametrize("pad", [(1, 2, 0, 1, 2, 1), (0, 0, 0, 0, 1, 2), (2, 2, 2, 2, 2, 2)])
+def test_pad_3d(tmp_path, dialect, mode, pad):
+    """A 5-D (N, C, D, H, W) input is a 4-D ncnn blob: front/behind pad its depth."""
+    checked = check_module(Pad(pad, mode, 0.5), [torch.randn(1, 2, 4, 5, 6)], tmp_path, dialect=dialect)
+    assert [op.type for op in checked.result.ncnn.ops] == ["Input", "Padding"]
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("module", [nn.ReplicationPad3d((1, 0, 2, 1, 1, 2)), nn.ConstantPad3d(1, -2.0),
+                                    nn.ReflectionPad3d(1), nn.ZeroPad3d((0, 1, 1, 0, 2, 0))],
+                         ids=["ReplicationPad3d", "ConstantPad3d", "ReflectionPad3d", "ZeroPad3d"])
+def test_pad_3d_modules(tmp_path, dialect, module):
+    check_module(module, [torch.randn(1, 3, 4, 5, 6)], tmp_path, dialect=dialect, expect_types=["Padding"])
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)

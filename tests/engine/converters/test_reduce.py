@@ -1,5 +1,6 @@
 """Reduction converters: mean over spatial dims (Pooling) and other dims (Reduction), sum,
-amax/amin, max/min over a dim, prod — keepdim both ways, checked numerically, both dialects."""
+amax/amin, max/min over a dim or all, prod, logsumexp — keepdim both ways, reductions to a
+scalar and over the batch axis only, checked numerically, both dialects."""
 import pytest
 import torch
 from torch import nn
@@ -33,7 +34,59 @@ REDUCTIONS = {
     "max_dim_values": lambda x: x.max(1)[0],
     "min_dim_keep_values": lambda x: x.min(2, keepdim=True).values,
     "prod_w": lambda x: (x * 0.5 + 1).prod(-1),
+    "prod_c_keep": lambda x: (x * 0.5 + 1).prod(1, keepdim=True),
+    "max_other": lambda x: torch.max(x, x.flip(-1) * 0.5),
+    "min_other": lambda x: torch.min(x, x * 0.5 + 0.2),
 }
+
+
+SCALARS = {
+    "sum": torch.sum,
+    "mean": torch.mean,
+    "amax": torch.amax,
+    "amin": lambda x: x.amin(),
+    "max": torch.max,
+    "min": torch.min,
+    "prod": lambda x: (x * 0.1 + 1).prod(),
+    "norm": torch.norm,
+    "logsumexp": lambda x: torch.logsumexp(x, (0, 1, 2, 3)),
+    "sum_plus_one": lambda x: x.sum() + 1,
+    "squeeze": lambda x: x[:, :1, :1, :1].squeeze(),
+}
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("name", list(SCALARS))
+def test_reduction_to_a_scalar(tmp_path, dialect, name):
+    """A rank-0 result is a one-element blob, written as ``out0``."""
+    c = check_module(Fn(SCALARS[name]), [torch.rand(1, 3, 4, 5) + 0.5], tmp_path, dialect=dialect)
+    assert c.outputs[0].size == 1 and c.expected[0].shape == ()
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("name", ["sum", "mean", "amax", "squeeze"])
+def test_output_that_is_the_input_is_still_out0(tmp_path, dialect, name):
+    """A reduction over the (size-1) batch axis only computes nothing in ncnn: the model output is
+    the input blob itself, still extractable as ``out0`` (through a Noop)."""
+    fn = {"sum": lambda x: x.sum(0), "mean": lambda x: x.mean(0), "amax": lambda x: x.amax(0),
+          "squeeze": lambda x: x.squeeze(0)}[name]
+    c = check_module(Fn(fn), [torch.randn(1, 16)], tmp_path, dialect=dialect)
+    assert [op.type for op in c.result.ncnn.ops] == ["Input", "Noop"]
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_same_output_twice(tmp_path, dialect):
+    c = check_module(Fn(lambda x: (x * 2, x * 2)), [torch.randn(1, 3, 4)], tmp_path, dialect=dialect)
+    assert len(c.outputs) == 2
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("dim,keepdim", [(1, False), (-1, True), ((2, 3), False), ((1, 3), True), (0, True)])
+def test_logsumexp(tmp_path, dialect, dim, keepdim):
+    """Stable like PyTorch's: values of several hundred, where exp(x) overflows float32."""
+    x = torch.randn(1, 4, 5, 6) * 200
+    c = check_module(Fn(lambda x: torch.logsumexp(x, dim, keepdim=keepdim)), [x], tmp_path, dialect=dialect)
+    assert not any(op.type == "UnaryOp" for op in c.result.ncnn.ops)
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)

@@ -1,5 +1,6 @@
-"""Resize converters: upsample / interpolate (nearest, bilinear, linear, bicubic; scale or size;
-align_corners) and pixel (un)shuffle, checked numerically in ncnn, both dialects."""
+"""Resize converters: upsample / interpolate (nearest, bilinear, linear, bicubic, trilinear and
+3-D nearest; scale or size; align_corners) and pixel (un)shuffle, checked numerically in ncnn,
+both dialects."""
 import pytest
 import torch
 import torch.nn.functional as F
@@ -69,6 +70,38 @@ def test_interpolate_1d(tmp_path, dialect, kw):
     check_resize(Interp(**kw), torch.randn(1, 4, 7), tmp_path, dialect)
 
 
+CASES_3D = [
+    dict(scale_factor=2, mode="nearest"),
+    dict(scale_factor=(1, 2, 3), mode="nearest"),
+    dict(scale_factor=1.5, mode="nearest"),
+    dict(scale_factor=0.5, mode="nearest"),
+    dict(size=(5, 7, 9), mode="nearest"),
+    dict(size=(2, 2, 7), mode="nearest"),
+    dict(scale_factor=2, mode="trilinear", align_corners=False),
+    dict(scale_factor=(2, 1, 3), mode="trilinear", align_corners=True),
+    dict(size=(5, 7, 9), mode="trilinear", align_corners=False),
+    dict(size=(4, 6, 3), mode="trilinear", align_corners=True),
+]
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("kw", CASES_3D, ids=lambda kw: "-".join(f"{k}={v}" for k, v in kw.items()))
+def test_interpolate_3d(tmp_path, dialect, kw):
+    """ncnn's Interp has no depth axis: (H, W) on a (C·D, H, W) view, then D on (C, D, H'·W').
+    Core ATen spells a 3-D nearest resize as one gather per spatial dim (recognised); its
+    trilinear resize as eight gathers and arithmetic, which must convert and match or be
+    refused on those gathers."""
+    x = torch.randn(1, 2, 3, 4, 5)
+    if dialect == "core" and kw["mode"] == "trilinear":
+        from engine.convert import convert
+
+        result = convert(str(export_pt2(Interp(**kw), [x], tmp_path / "m.pt2", dialect=dialect)))
+        if not result.ok:
+            assert all(d.op == "aten.index.Tensor" for d in result.errors), result.errors
+            return
+    check_module(Interp(**kw), [x], tmp_path, dialect=dialect, expect_types=["Interp"])
+
+
 @pytest.mark.parametrize("dialect", DIALECTS)
 @pytest.mark.parametrize("module", [nn.Upsample(scale_factor=2), nn.Upsample(size=(10, 13), mode="bilinear"),
                                     nn.UpsamplingNearest2d(scale_factor=3), nn.UpsamplingBilinear2d(size=(9, 9))],
@@ -83,6 +116,15 @@ def test_interpolate_dynamic_size(tmp_path, dialect, mode):
     h, w = torch.export.Dim("h", min=4, max=64), torch.export.Dim("w", min=4, max=64)
     check_module(Interp(scale_factor=2, mode=mode), [torch.randn(1, 3, 6, 8)], tmp_path, dialect=dialect,
                  dynamic_shapes=({2: h, 3: w},), run_inputs=[torch.randn(1, 3, 9, 5)], expect_types=["Interp"])
+
+
+def test_fractional_trilinear_scale_is_refused(tmp_path):
+    from engine.convert import convert
+
+    pt2 = export_pt2(Interp(scale_factor=1.5, mode="trilinear"), [torch.randn(1, 2, 3, 5, 5)], tmp_path / "m.pt2")
+    result = convert(str(pt2))
+    assert not result.ok
+    assert any("fractional scale" in d.reason for d in result.errors), [str(d) for d in result.errors]
 
 
 def test_fractional_bilinear_scale_is_refused(tmp_path):

@@ -34,6 +34,15 @@ def test_reshape_family(tmp_path, dialect, name):
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("method", ["reshape_as", "view_as"])
+def test_reshape_as(tmp_path, dialect, method):
+    """Only the other tensor's shape is read."""
+    c = check_module(Fn(lambda x, y: getattr(x, method)(y) * 2), [torch.randn(1, 6, 4, 5), torch.randn(1, 12, 10)],
+                     tmp_path, dialect=dialect)
+    assert [op.type for op in c.result.ncnn.ops] == ["Input", "Input", "Reshape", "BinaryOp"]
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
 def test_flatten_is_flatten_layer(tmp_path, dialect):
     checked = check_module(nn.Flatten(), [torch.randn(1, 3, 4, 5)], tmp_path, dialect=dialect)
     assert [op.type for op in checked.result.ncnn.ops] == ["Input", "Flatten"]
@@ -102,14 +111,18 @@ SPLITS = {
     "split_int_w": lambda x: x.split(2, 3),
     "split_h_ones": lambda x: x.split(1, 2),
     "unbind_c": lambda x: x[:, :3].unbind(1),
+    "tensor_split_sections": lambda x: torch.tensor_split(x, 4, 1),
+    "tensor_split_indices": lambda x: torch.tensor_split(x, [2, 5], 1),
+    "tensor_split_w": lambda x: x.tensor_split(2, -1),
+    "tensor_split_h_indices": lambda x: x.tensor_split((1, 3), dim=2),
 }
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
 @pytest.mark.parametrize("name", list(SPLITS))
 def test_split_family(tmp_path, dialect, name):
-    # core ATen spells unbind as one select per output (Crop layers)
-    expect = None if name == "unbind_c" else ["Slice"]
+    # core ATen spells unbind as one select per output, tensor_split as slices (Crop layers)
+    expect = None if name == "unbind_c" or name.startswith("tensor_split") else ["Slice"]
     check_module(Fn(SPLITS[name]), [torch.randn(1, 9, 4, 5)], tmp_path, dialect=dialect, expect_types=expect)
 
 
@@ -229,6 +242,14 @@ def test_channel_shuffle_pattern(tmp_path, dialect, groups):
 def test_channel_shuffle_module(tmp_path, dialect):
     check_module(nn.ChannelShuffle(3), [torch.randn(1, 12, 3, 4)], tmp_path, dialect=dialect,
                  expect_types=["ShuffleChannel"])
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("groups", [2, 3])
+def test_channel_shuffle_5d(tmp_path, dialect, groups):
+    """(N, C, D, H, W): ShuffleChannel moves whole channels of the 4-D blob."""
+    checked = check_module(nn.ChannelShuffle(groups), [torch.randn(1, 12, 2, 3, 4)], tmp_path, dialect=dialect)
+    assert [op.type for op in checked.result.ncnn.ops] == ["Input", "ShuffleChannel"]
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)

@@ -1,0 +1,103 @@
+"""stft / istft → ncnn Spectrogram / InverseSpectrogram with view_as_real / view_as_complex /
+abs around them, both dialects (core ATen's framed FFT is recomposed; its istft is refused).
+Windows are module buffers, as torchaudio's Spectrogram keeps them."""
+import pytest
+import torch
+
+from tests.harness import DIALECTS, check_module, export_pt2
+
+WINDOWS = {"hann": torch.hann_window, "hamming": torch.hamming_window, "ones": torch.ones}
+
+
+class STFT(torch.nn.Module):
+    def __init__(self, n_fft=16, hop=4, win=None, window="hann", out="real", **kw):
+        super().__init__()
+        win = win or n_fft
+        self.register_buffer("window", WINDOWS[window](win) if window else None)
+        self.kw = dict(n_fft=n_fft, hop_length=hop, win_length=win, return_complex=True, **kw)
+        self.out = out
+
+    def forward(self, x):
+        s = torch.stft(x, window=self.window, **self.kw)
+        if self.out == "real":
+            return torch.view_as_real(s)
+        return s.abs() if self.out == "magnitude" else s.abs().pow(2)
+
+
+class ISTFT(torch.nn.Module):
+    def __init__(self, n_fft=16, hop=4, window="hann", **kw):
+        super().__init__()
+        self.register_buffer("window", WINDOWS[window](n_fft))
+        self.kw = dict(n_fft=n_fft, hop_length=hop, **kw)
+
+    def forward(self, x):
+        return torch.istft(torch.view_as_complex(x), window=self.window, **self.kw)
+
+    def spectrum(self, samples=64):
+        """A (1, freqs, frames, 2) input: the stft of a signal with this module's settings."""
+        s = torch.stft(torch.randn(1, samples), self.kw["n_fft"], self.kw["hop_length"], window=self.window,
+                       center=self.kw.get("center", True), normalized=self.kw.get("normalized", False),
+                       return_complex=True)
+        return torch.view_as_real(s).contiguous()
+
+
+STFTS = {
+    "hann": dict(),
+    "hamming_not_centred": dict(window="hamming", center=False),
+    "ones_normalized": dict(window="ones", normalized=True),
+    "no_window": dict(window=None),
+    "short_window": dict(win=12),
+    "two_sided": dict(onesided=False),
+    "constant_pad": dict(pad_mode="constant"),
+    "n_fft_32_hop_8": dict(n_fft=32, hop=8),
+    "magnitude": dict(out="magnitude"),
+    "power": dict(out="power"),
+}
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("name", list(STFTS))
+def test_stft(tmp_path, dialect, name):
+    c = check_module(STFT(**STFTS[name]), [torch.randn(1, 100)], tmp_path, dialect=dialect)
+    assert "Spectrogram" in [op.type for op in c.result.ncnn.ops]
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(window="hamming", normalized=True), dict(length=50),
+                                dict(n_fft=32, hop=8, window="ones")], ids=["hann", "hamming_normalized", "length",
+                                                                             "ones"])
+def test_istft(tmp_path, kw):
+    m = ISTFT(**kw)
+    c = check_module(m, [m.spectrum(100)], tmp_path)
+    assert "InverseSpectrogram" in [op.type for op in c.result.ncnn.ops]
+
+
+def test_istft_core_is_refused(tmp_path):
+    """Core ATen's istft (an inverse real FFT, an overlap-add index_put, a window envelope) is
+    not recomposed: refused at its FFT."""
+    from engine.convert import ConvertOptions, convert
+
+    m = ISTFT()
+    result = convert(str(export_pt2(m, [m.spectrum()], tmp_path / "m.pt2", dialect="core")), ConvertOptions())
+    assert any(d.op == "aten._fft_c2r.default" for d in result.errors), result.errors
+
+
+def test_custom_window_is_refused(tmp_path):
+    from engine.convert import ConvertOptions, convert
+
+    m = STFT()
+    m.window = torch.rand(16)
+    result = convert(str(export_pt2(m, [torch.randn(1, 64)], tmp_path / "m.pt2")), ConvertOptions())
+    assert any("window" in d.reason for d in result.errors), result.errors
+
+
+def test_complex_result_used_elementwise_is_refused(tmp_path):
+    """ncnn has no complex numbers: a spectrum read by anything but view_as_real / abs / istft
+    would be computed on its real layout."""
+    from engine.convert import ConvertOptions, convert
+
+    class Scaled(STFT):
+        def forward(self, x):
+            return torch.view_as_real(torch.stft(x, window=self.window, **self.kw) * 2)
+
+    result = convert(str(export_pt2(Scaled(), [torch.randn(1, 64)], tmp_path / "m.pt2")), ConvertOptions())
+    assert any("complex" in d.reason for d in result.errors), result.errors

@@ -63,7 +63,9 @@ def test_text_report_names_first_divergent_layer(cnn, tmp_path, capsys):
     assert f"ATen nodes: conv2d_3, batch_norm_3, {BROKEN_RELU}" in out
     assert "module: block2.conv1" in out and "BEYOND TOLERANCE" in out
     assert "layers beyond tolerance:" in out and "inherited" in out
-    assert err.strip().splitlines() == [f"error: {cnn}: ncnn output differs from PyTorch beyond tolerance"]
+    layer = re.search(r"^first divergent layer: (\S+) \(Convolution\)", out, re.M).group(1)
+    assert err.strip().splitlines() == [f"error: {cnn}: ncnn output differs from PyTorch beyond tolerance; "
+                                        f"first divergent layer {layer} (Convolution)"]
 
 
 def test_edited_ncnn_files_and_npy_input(cnn, tmp_path, capsys):

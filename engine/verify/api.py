@@ -5,11 +5,13 @@ The run:
 1. choose inputs (user ``.npy`` files, the package's sample inputs, or seeded random ones);
 2. convert the program (or take the user's ``.ncnn.param``/``.ncnn.bin``, still converting the
    program when possible to learn which blob holds which ATen value);
-3. run the program in PyTorch, capturing every ATen value (:mod:`.torch_run`);
+3. run the program in PyTorch once, capturing every ATen value the blobs hold (:mod:`.torch_run`:
+   straight from the decoded graph, :mod:`.torch_direct`, or through ``torch.export.load``);
 4. run the ncnn model once, reading every blob (:mod:`.ncnn_run`), and compare each blob with its
-   ATen value (:mod:`.mapping`, :mod:`.metrics`);
+   ATen value in the blob's layout (:mod:`.mapping`, :mod:`.layout`, :mod:`.metrics`);
 5. run each compared layer again in isolation, fed PyTorch's values of its inputs, so a layer is
-   blamed only for its own error, never for one it inherited.
+   blamed only for its own error, never for one it inherited — all layers in a few ncnn runs
+   (:mod:`.isolate`).
 
 torch and ncnn are imported only here, lazily (the ``verify`` extra).
 """
@@ -163,14 +165,14 @@ class _Verifier:
             self.rtol = rtol if self.opts.rtol is None else float(self.opts.rtol)
             self.total = 4 + len(graph.ops)
             self.report("running PyTorch")
-            from .torch_run import load_program, run_program
+            from .torch_run import run_torch
 
             keep = {ref.value for ref in blobmap.refs.values()}
-            tv = run_program(load_program(self.path, self.opts.model), inputs, keep=keep, cancel=self.cancel)
+            tv = run_torch(self.path, self.ep, inputs, model=self.opts.model, keep=keep, cancel=self.cancel)
             self.report("running ncnn")
             model = NcnnModel(param, bin_path)
             layers, outputs = self.compare_all(graph, blobmap, model, tv)
-        return VerifyResult(layers=layers, outputs=outputs, atol=self.atol, rtol=self.rtol,
+        return VerifyResult(layers=layers, outputs=outputs, atol=self.atol, rtol=self.rtol, torch_runner=tv.runner,
                             input_source=inputs.source, graph=graph, conversion=conversion, fp16=fp16,
                             ncnn_files=(str(param), str(bin_path)) if self.opts.ncnn_param is not None else None,
                             notes=self.notes, seconds=time.perf_counter() - t0)

@@ -141,6 +141,8 @@ class VerifyResult:
     ncnn_files: tuple[str, str] | None = None  #: user-given (param, bin), None when converted here
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    #: how PyTorch ran the program: ``direct`` (from the decoded graph) or ``torch.export.load``
+    torch_runner: str = ""
     _by_name: dict[str, LayerRecord] | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -190,5 +192,6 @@ class VerifyResult:
             "first_divergent": fd.to_dict() if fd else None,
             "first_beyond_tolerance": fb.layer if fb else None,
             "notes": list(self.notes),
+            "torch_runner": self.torch_runner,
             "seconds": round(self.seconds, 6),
         }

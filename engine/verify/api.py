@@ -31,6 +31,7 @@ from ..errors import ConversionError
 from ..ir import Graph, Operator
 from .errors import VerifyError, check_cancel, require
 from .inputs import choose_inputs
+from .custom_layers import CustomRun
 from .isolate import plan_isolation
 from .layout import as_blob
 from .mapping import INPUT_TYPES, BlobMap, ValueRef, map_blobs, map_by_name
@@ -170,8 +171,11 @@ class _Verifier:
             keep = {ref.value for ref in blobmap.refs.values()}
             tv = run_torch(self.path, self.ep, inputs, model=self.opts.model, keep=keep, cancel=self.cancel)
             self.report("running ncnn")
-            model = NcnnModel(param, bin_path)
-            layers, outputs = self.compare_all(graph, blobmap, model, tv)
+            model = NcnnModel(param, bin_path, _custom_runs(graph))
+            try:
+                layers, outputs = self.compare_all(graph, blobmap, model, tv)
+            finally:
+                model.close()
         return VerifyResult(layers=layers, outputs=outputs, atol=self.atol, rtol=self.rtol, torch_runner=tv.runner,
                             input_source=inputs.source, graph=graph, conversion=conversion, fp16=fp16,
                             ncnn_files=(str(param), str(bin_path)) if self.opts.ncnn_param is not None else None,
@@ -349,6 +353,12 @@ class _Verifier:
                 rec.ok = rec.error.within(self.atol, self.rtol)
             out.append(rec)
         return out
+
+
+def _custom_runs(graph: Graph) -> list[CustomRun]:
+    """The plug-in custom layers of the model, in file order."""
+    return [CustomRun(op.name, op.meta["plugin_layer"], dict(op.params), [np.asarray(a.data) for a in op.attrs.values()],
+                      len(op.inputs), len(op.outputs)) for op in graph.ops if op.meta.get("plugin_layer")]
 
 
 def _where(nodes: list[str], aten_ops: dict[str, Operator]) -> tuple[str, str]:

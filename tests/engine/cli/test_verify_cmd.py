@@ -127,8 +127,8 @@ def test_without_torch_exit_2_with_a_clear_message(cnn):
     p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert p.returncode == 2, p.stderr
     assert p.stderr.strip().splitlines() == [
-        f"error: {cnn}: verify needs torch, which is not installed (install the verify extra: "
-        f"pip install 'pt2ncnn[verify]')"]
+        f"error: {cnn}: verify needs torch, which is not installed (install ncnn and the CPU build of torch: "
+        f"pip install ncnn torch==2.13.0 --extra-index-url https://download.pytorch.org/whl/cpu)"]
 
 
 def test_text_report_of_a_correct_model_with_all_layers(cnn, capsys):

@@ -32,34 +32,42 @@ KWARGS = {"googlenet": {"aux_logits": False, "init_weights": True},
           "inception_v3": {"aux_logits": False, "init_weights": True}}
 
 
-def one(name: str, dialect: str, work: Path) -> dict:
-    """Build, export, convert and compare one model (runs in a child process)."""
-    import numpy as np
+def export_model(name: str, dialect: str, work: Path):
+    """Build torchvision model ``name`` (seeded, calibrated), export it on a seeded input and
+    save ``work/<name>.pt2``: (path, input, PyTorch's output). Raises what torch raises."""
     import torch
     import torchvision
 
-    from engine.convert import ConvertOptions, convert
     from tests.benchmarks.convert_zoo import calibrate_batchnorm, make_numerics_meaningful
-    from tests.ncnn_runtime import run
 
     size = 299 if name == "inception_v3" else 224
+    torch.manual_seed(0)
+    model = torchvision.models.get_model(name, weights=None, **KWARGS.get(name, {}))
+    make_numerics_meaningful(model)
+    calibrate_batchnorm(model, shape=(1, 3, size, size))
+    model.eval()
+    x = torch.randn(1, 3, size, size, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        want = model(x).numpy()
+    ep = torch.export.export(model, (x,))
+    if dialect == "core":
+        ep = ep.run_decompositions()
+    path = work / f"{name}.pt2"
+    torch.export.save(ep, str(path))
+    return path, x, want
+
+
+def one(name: str, dialect: str, work: Path) -> dict:
+    """Build, export, convert and compare one model (runs in a child process)."""
+    import numpy as np
+
+    from engine.convert import ConvertOptions, convert
+    from tests.ncnn_runtime import run
+
     rec: dict = {"model": name}
     t0 = time.perf_counter()
     try:
-        torch.manual_seed(0)
-        model = torchvision.models.get_model(name, weights=None, **KWARGS.get(name, {}))
-        make_numerics_meaningful(model)
-        calibrate_batchnorm(model, shape=(1, 3, size, size))
-        model.eval()
-        x = torch.randn(1, 3, size, size, generator=torch.Generator().manual_seed(1))
-        with torch.no_grad():
-            want = model(x).numpy()
-        ep = torch.export.export(model, (x,))
-        if dialect == "core":
-            ep = ep.run_decompositions()
-        path = work / f"{name}.pt2"
-        torch.export.save(ep, str(path))
-        del model, ep
+        path, x, want = export_model(name, dialect, work)
     except Exception as e:  # torch's export, not our conversion
         return rec | {"status": "export failed", "detail": f"{type(e).__name__}: {str(e)[:160]}"}
     rec["export_s"] = round(time.perf_counter() - t0, 1)

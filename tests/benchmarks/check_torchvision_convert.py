@@ -90,6 +90,39 @@ def one(name: str, dialect: str, work: Path) -> dict:
     return rec
 
 
+def run_children(script: Path, names: list[str], extra: list[str], timeout: int, row) -> list[dict]:
+    """Run ``script --one NAME ... --work DIR`` for each model in its own process (a crash or a
+    memory peak stays there); its last JSON line is the model's record. Prints ``row(record)``
+    as each finishes."""
+    rows = []
+    with tempfile.TemporaryDirectory(prefix=f"{script.stem}_") as work:
+        for k, name in enumerate(names, 1):
+            t0 = time.time()
+            cmd = [sys.executable, str(script), "--one", name, *extra, "--work", work]
+            try:
+                r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=timeout)
+                lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
+                rec = json.loads(lines[-1]) if r.returncode == 0 and lines else {
+                    "model": name, "status": "crashed",
+                    "detail": f"exit {r.returncode}: " + (r.stderr.strip().splitlines() or [""])[-1][:200]}
+            except subprocess.TimeoutExpired:
+                rec = {"model": name, "status": "crashed", "detail": f"over {timeout} s"}
+            for f in Path(work).iterdir():
+                f.unlink()
+            rows.append(rec)
+            print(f"[{k}/{len(names)} {time.time() - t0:.0f}s] {row(rec)}", flush=True)
+    return rows
+
+
+def store_rows(store: Path, rows: list[dict], *, subset: bool) -> list[dict]:
+    """Save the records as JSON; a subset re-run replaces its models' rows of the last full run."""
+    if subset and store.exists():
+        fresh = {r["model"]: r for r in rows}
+        rows = [fresh.pop(r["model"], r) for r in json.loads(store.read_text())] + list(fresh.values())
+    store.write_text(json.dumps(rows, indent=1) + "\n")
+    return rows
+
+
 def _row(r: dict) -> str:
     err = f"{r['rel_err']:.1e}" if "rel_err" in r else "—"
     mark = {"match": "✅", "mismatch": "❌ mismatch", "unconverted": "❌ not converted",
@@ -112,30 +145,10 @@ def main() -> int:
     import torchvision
 
     names = args.models.split(",") if args.models else sorted(torchvision.models.list_models(module=torchvision.models))
-    rows = []
-    with tempfile.TemporaryDirectory(prefix="tv_convert_") as work:
-        for k, name in enumerate(names, 1):
-            t0 = time.time()
-            cmd = [sys.executable, __file__, "--one", name, "--dialect", args.dialect, "--work", work]
-            try:
-                r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=args.timeout)
-                lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
-                rec = json.loads(lines[-1]) if r.returncode == 0 and lines else {
-                    "model": name, "status": "crashed",
-                    "detail": f"exit {r.returncode}: " + (r.stderr.strip().splitlines() or [""])[-1][:200]}
-            except subprocess.TimeoutExpired:
-                rec = {"model": name, "status": "crashed", "detail": f"over {args.timeout} s"}
-            for f in Path(work).iterdir():
-                f.unlink()
-            rows.append(rec)
-            print(f"[{k}/{len(names)} {time.time() - t0:.0f}s] {_row(rec)}", flush=True)
+    rows = run_children(Path(__file__), names, ["--dialect", args.dialect], args.timeout, _row)
     suffix = "" if args.dialect == "training" else "_core"
     out = RESULTS / f"torchvision_convert{suffix}.md"
-    store = out.with_suffix(".json")
-    if args.models and store.exists():  # a subset re-run updates its rows of the last full run
-        fresh = {r["model"]: r for r in rows}
-        rows = [fresh.pop(r["model"], r) for r in json.loads(store.read_text())] + list(fresh.values())
-    store.write_text(json.dumps(rows, indent=1) + "\n")
+    rows = store_rows(out.with_suffix(".json"), rows, subset=bool(args.models))
     exported = [r for r in rows if r["status"] != "export failed"]
     matched = [r for r in exported if r["status"] == "match"]
     import torch

@@ -23,7 +23,6 @@ import json
 import re
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -132,29 +131,11 @@ def main() -> int:
     import torch
     import torchvision
 
+    from tests.benchmarks.check_torchvision_convert import run_children, store_rows
+
     names = args.models.split(",") if args.models else sorted(torchvision.models.list_models(module=torchvision.models))
-    rows = []
-    with tempfile.TemporaryDirectory(prefix="tv_verify_") as work:
-        for k, name in enumerate(names, 1):
-            t0 = time.time()
-            cmd = [sys.executable, __file__, "--one", name, "--work", work]
-            try:
-                r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=args.timeout)
-                lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
-                rec = json.loads(lines[-1]) if r.returncode == 0 and lines else {
-                    "model": name, "status": "crashed",
-                    "detail": f"exit {r.returncode}: " + (r.stderr.strip().splitlines() or [""])[-1][:200]}
-            except subprocess.TimeoutExpired:
-                rec = {"model": name, "status": "crashed", "detail": f"over {args.timeout} s"}
-            for f in Path(work).iterdir():
-                f.unlink()
-            rows.append(rec)
-            print(f"[{k}/{len(names)} {time.time() - t0:.0f}s] {_row(rec)}", flush=True)
-    store = RESULTS / "torchvision_verify.json"
-    if args.models and store.exists():  # a subset re-run updates its rows of the last full run
-        fresh = {r["model"]: r for r in rows}
-        rows = [fresh.pop(r["model"], r) for r in json.loads(store.read_text())] + list(fresh.values())
-    store.write_text(json.dumps(rows, indent=1) + "\n")
+    rows = run_children(Path(__file__), names, [], args.timeout, _row)
+    rows = store_rows(RESULTS / "torchvision_verify.json", rows, subset=bool(args.models))
     checked = [r for r in rows if r["status"] not in ("export failed", "crashed")]
     clean = [r for r in checked if r["status"] == "clean"]
     sabotaged = [r for r in checked if r.get("sabotage")]

@@ -30,8 +30,8 @@ import numpy as np
 from ..errors import ConversionError
 from ..ir import Graph, Operator
 from .errors import VerifyError, check_cancel, require
-from .inputs import choose_inputs
 from .custom_layers import CustomRun
+from .inputs import choose_inputs
 from .isolate import plan_isolation
 from .layout import as_blob
 from .mapping import INPUT_TYPES, BlobMap, ValueRef, map_blobs, map_by_name

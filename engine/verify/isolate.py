@@ -19,10 +19,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..ir import Graph
-from .mapping import INPUT_TYPES
-
-#: most layers without a PyTorch counterpart run together with a layer
-MAX_REGION = 64
+from .mapping import INPUT_TYPES, MAX_REGION
 
 
 @dataclass

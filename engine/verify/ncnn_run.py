@@ -96,5 +96,5 @@ class NcnnModel:
                 why = self._host.take_error() if self._host is not None else None
                 out[blob] = BlobFailure(ret, f"ncnn failed to compute {blob} (error {ret})" + (f": {why}" if why else ""))
             else:
-                out[blob] = np.array(mat).copy()
+                out[blob] = np.array(mat)  # a copy: the Mat dies with the extractor
         return out

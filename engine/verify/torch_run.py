@@ -76,13 +76,15 @@ def load_program(path: str | os.PathLike, model: str | None = None):
 
 
 def to_numpy(t) -> np.ndarray:
+    """A contiguous numpy copy of tensor ``t`` (one copy: a later in-place op must not change it)."""
     torch = require("torch")
     t = t.detach()
     if t.dtype in (torch.bfloat16,) or getattr(t.dtype, "itemsize", 4) == 1 and t.dtype.is_floating_point:
         t = t.float()
     if t.is_complex():
-        return t.resolve_conj().numpy().copy()
-    return t.contiguous().numpy().copy()
+        t = t.resolve_conj()
+    a = t.numpy()
+    return a.copy() if a.flags.c_contiguous else np.ascontiguousarray(a)
 
 
 def _flat_args(ep, inputs: ModelInputs) -> list:

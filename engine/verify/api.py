@@ -13,7 +13,7 @@ The run:
    blamed only for its own error, never for one it inherited — all layers in a few ncnn runs
    (:mod:`.isolate`).
 
-torch and ncnn are imported only here, lazily (the ``verify`` extra).
+torch and ncnn are imported only here, lazily.
 """
 from __future__ import annotations
 
@@ -29,8 +29,8 @@ import numpy as np
 
 from ..errors import ConversionError
 from ..ir import Graph, Operator
-from .errors import VerifyError, check_cancel, require
 from .custom_layers import CustomRun
+from .errors import VerifyError, check_cancel, require
 from .inputs import choose_inputs
 from .isolate import plan_isolation
 from .layout import as_blob
@@ -283,7 +283,7 @@ class _Verifier:
     def _isolate_all(self, graph: Graph, records: list[LayerRecord], model: NcnnModel, blobmap: BlobMap,
                      values) -> None:
         """Run every compared layer again on PyTorch's values of its inputs, in as few ncnn runs
-        as possible (:func:`.isolate.plan`)."""
+        as possible (:func:`.isolate.plan_isolation`)."""
         fed = lambda b: b in self.laid  # noqa: E731
         jobs = plan_isolation(graph, [rec for rec in records if rec.blobs and any(b.compared for b in rec.blobs)],
                               fed, lambda b: isinstance(self.full.get(b), np.ndarray))

@@ -2,11 +2,11 @@
 
 The blob holds the value (permuted as its :class:`~engine.verify.mapping.ValueRef` says) with
 the model's batch axis dropped — one sample; PyTorch may have run several, then the first is
-compared — and shaped as ncnn shapes it. Re-shaping keeps the data order, so the blob may merge
-or split adjacent dims of the value ((1, 196, 384) for (1, 14, 14, 384)); a blob whose shape is
-not such a re-shaping of the value's (the same elements in another order: (384, 14, 14) for
-(14, 14, 384)) holds a layout no pass recorded, and is not compared — comparing it element by
-element would report a correct layer as wrong.
+compared — and shaped as ncnn shapes it, in the same data order. When the conversion's shapes
+established that order (``ValueRef.checked``) any re-shaping of the same size is taken; else
+(a user's file, an unknown shape) the blob must have the value's shape, size-1 dims aside: the
+same elements in another order would make a correct layer look wrong, so such a blob is not
+compared.
 """
 from __future__ import annotations
 
@@ -17,29 +17,8 @@ import numpy as np
 from .mapping import ValueRef
 
 
-def _dims(shape) -> list[int]:
-    return [int(d) for d in shape if int(d) != 1]
-
-
-def _prefix_products(dims: list[int]) -> list[int]:
-    out, p = [], 1
-    for d in dims:
-        p *= d
-        out.append(p)
-    return out
-
-
-def same_order(value_shape, blob_shape) -> bool:
-    """Whether ``blob_shape`` can be ``value_shape`` re-shaped by merging and splitting adjacent
-    dims (size-1 dims ignored): every boundary of one shape falls on a boundary of a common
-    refinement of both."""
-    a, b = _dims(value_shape), _dims(blob_shape)
-    if a == b:
-        return True
-    if math.prod(a) != math.prod(b):
-        return False
-    cuts = sorted(set(_prefix_products(a)) | set(_prefix_products(b)))
-    return all(hi % lo == 0 for lo, hi in zip(cuts, cuts[1:]))
+def _squeezed(shape) -> tuple[int, ...]:
+    return tuple(int(d) for d in shape if int(d) != 1)
 
 
 def as_blob(value: np.ndarray, ref: ValueRef, shape: tuple[int, ...]) -> tuple[np.ndarray | None, str, bool]:
@@ -61,7 +40,7 @@ def as_blob(value: np.ndarray, ref: ValueRef, shape: tuple[int, ...]) -> tuple[n
                           f"(ncnn {list(shape)}, PyTorch {list(value.shape)}; not compared)"), False
         else:
             return None, f"shape differs: ncnn {list(shape)}, PyTorch {list(value.shape)}", True
-    if not same_order(v.shape, shape):
+    if not ref.checked and _squeezed(v.shape) != _squeezed(shape):
         return None, (f"layout differs: ncnn holds {list(shape)}, PyTorch {list(value.shape)}"
                       + (f" permuted {list(ref.dims)}" if ref.dims is not None else "") + " (not compared)"), False
     return np.ascontiguousarray(v).reshape(shape), "", False

@@ -25,11 +25,15 @@ Rules, for each blob of an ncnn graph (topological order):
   keeps its provenance but not its value: it gets no counterpart.
 
 Layout. The ncnn blob of an operand is the PyTorch tensor with its batch dim dropped, in the
-same data order, unless a pass re-laid it out: such a pass records ``operand.meta["aten_layout"]
-= {"value": <ATen value>, "dims": [...]}`` — the blob holds ``value.permute(dims)``. The batch
-dim is the operand's (:func:`engine.convert.shapes.batch_dim`), known when the operand's shape is
-the (permuted) value's shape. :mod:`.layout` turns a PyTorch value into the blob's layout, and
-refuses a blob whose shape is not a re-shaping of the value's (a layout nobody recorded).
+same data order — when the operand's shape is the value's (size-1 dims aside). A pass that
+re-lays a value out records it, ``operand.meta["aten_layout"] = {"value": <ATen value>, ...}``:
+``"dims": [...]`` — the blob holds ``value.permute(dims)``; ``"view_of": shape`` — the operand
+was only re-shaped, from ``shape`` (same data order). An operand whose shape is neither is not
+the value in its order (a head split whose permute a pass merged into a later layer: (4, 16, 16)
+for (4, 2, 16, 8) is a valid re-shaping by size, and the wrong order): it gets no counterpart —
+never a comparison in the wrong order. The batch dim is the operand's
+(:func:`engine.convert.shapes.batch_dim`), known when its shape is the (permuted) value's.
+:mod:`.layout` turns a PyTorch value into the blob's layout.
 """
 from __future__ import annotations
 
@@ -69,6 +73,8 @@ class ValueRef:
     how: str  #: ``input`` | ``output`` | ``name`` | ``provenance`` | ``layout`` | ``split``
     dims: tuple[int, ...] | None = None  #: the blob holds ``value.permute(dims)`` (None: the value's order)
     batch: int | None = None  #: dim of the (permuted) value that is the model's batch axis, when known
+    #: the graph's shapes say the blob holds the value in this order (else a runtime check decides)
+    checked: bool = False
 
 
 @dataclass
@@ -198,15 +204,29 @@ def _same_shape(a, b) -> bool:
     return a is not None and b is not None and len(a) == len(b) and all(str(x) == str(y) for x, y in zip(a, b))
 
 
-def _layout(opd: Operand, value: str, idx: _AtenIndex) -> tuple[tuple[int, ...] | None, int | None]:
-    """(dims, batch) of ``opd`` holding ATen ``value`` (see the module docstring)."""
+def _squeezed(shape) -> list[str]:
+    return [str(d) for d in shape if str(d) != "1"]
+
+
+def _layout(opd: Operand, value: str, idx: _AtenIndex) -> tuple[ValueRef | None, str]:
+    """The layout of ``opd`` holding ATen ``value`` as a partial :class:`ValueRef` (``dims``,
+    ``batch``, ``checked``), or (None, why) when its shape says it holds the value in another
+    order (see the module docstring)."""
     note = opd.meta.get(LAYOUT_KEY)
-    dims = tuple(int(d) for d in note["dims"]) if isinstance(note, dict) and note.get("value") == value else None
+    note = note if isinstance(note, dict) and note.get("value") == value else {}
+    dims = tuple(int(d) for d in note["dims"]) if note.get("dims") is not None else None
     aten = idx.values.get(value)
     shape = None if aten is None or aten.shape is None else list(aten.shape)
     if shape is not None and dims is not None:
         shape = [shape[d] for d in dims] if sorted(dims) == list(range(len(shape))) else None
-    return dims, (batch_dim(opd) if _same_shape(opd.shape, shape) else None)
+    own = note.get("view_of", opd.shape)  # a pass that only re-shaped it records the shape before
+    if shape is None or own is None:
+        return ValueRef(value, value, "", dims, None, False), ""
+    if _squeezed(own) != _squeezed(shape):
+        return None, (f"holds {value} in another layout (shape {[str(d) for d in own]}, PyTorch's "
+                      f"{[str(d) for d in shape]}{f' permuted {list(dims)}' if dims else ''})")
+    batch = batch_dim(opd) if "view_of" not in note and _same_shape(opd.shape, shape) else None
+    return ValueRef(value, value, "", dims, batch, True), ""
 
 
 class _Mapper:
@@ -225,9 +245,18 @@ class _Mapper:
         for d in ncnn.meta.get("inputs", []):
             self.refs[d["blob"]] = ValueRef(d["name"], d["name"], "input")
 
-    def ref(self, opd: Operand, value: str, how: str) -> ValueRef:
-        dims, batch = _layout(opd, value, self.idx)
-        return ValueRef(value, self.idx.producer.get(value, value), how, dims, batch)
+    def ref(self, opd: Operand, value: str, how: str) -> ValueRef | None:
+        """The reference (None, with the reason in ``unmapped``, when the layout differs)."""
+        layout, why = _layout(opd, value, self.idx)
+        if layout is None:
+            self.unmapped[opd.name] = why
+            return None
+        return replace(layout, node=self.idx.producer.get(value, value), how=how)
+
+    def set_ref(self, opd: Operand, value: str, how: str) -> None:
+        ref = self.ref(opd, value, how)
+        if ref is not None:
+            self.refs[opd.name] = ref
 
     def region(self, op: Operator) -> tuple[set[str], set[str]] | None:
         """(values the layer's computation starts from, ATen nodes it may use): through inputs
@@ -259,7 +288,7 @@ class _Mapper:
         region = None
         for o in op.outputs:
             if o.name in self.outputs:
-                self.refs[o.name] = self.ref(o, self.outputs[o.name], "output")
+                self.set_ref(o, self.outputs[o.name], "output")
                 continue
             note = o.meta.get(LAYOUT_KEY)
             if isinstance(note, dict) and note.get("value") in idx.producer:
@@ -285,14 +314,14 @@ class _Mapper:
                     self.unmapped[o.name] = (f"holds no value of PyTorch's program: the layer does not compute "
                                              f"{value} from its inputs (moved or re-laid out by a pass)")
                     continue
-            self.refs[o.name] = self.ref(o, value, how)
+            self.set_ref(o, value, how)
 
     def run(self, ncnn: Graph) -> BlobMap:
         for op in ncnn.ops:
             if op.type in INPUT_TYPES:
                 for o in op.outputs:
                     if o.name in self.refs:
-                        self.refs[o.name] = self.ref(o, self.refs[o.name].value, "input")
+                        self.set_ref(o, self.refs.pop(o.name).value, "input")
                     else:
                         self.unmapped[o.name] = "model input not named in the graph"
             elif op.type == SPLIT and op.inputs:

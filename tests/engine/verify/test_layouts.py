@@ -16,7 +16,7 @@ pytest.importorskip("ncnn")
 from engine.cli.main import main  # noqa: E402
 from engine.convert import ConvertOptions, convert  # noqa: E402
 from engine.verify import VerifyOptions, verify  # noqa: E402
-from engine.verify.layout import as_blob, same_order  # noqa: E402
+from engine.verify.layout import as_blob  # noqa: E402
 from engine.verify.mapping import ValueRef  # noqa: E402
 from engine.verify.result import DIVERGENT, OK  # noqa: E402
 from tests.engine.verify.models import BatchInside, ChannelsLastMLP, Clamped, QKVAttention, export  # noqa: E402
@@ -77,6 +77,22 @@ def test_slice_into_q_k_v_compares_each_output_with_its_own_value(tmp_path):
     assert all(x.status == OK for x in bad.layers[:fd.index] if x.error is not None)
 
 
+@pytest.mark.parametrize("fp16", [False, True])
+def test_shifted_window_attention_block(tmp_path, fp16):
+    """Swin's block (roll, window partition, qkv head split, relative position bias, shift
+    mask): the converter merges the head split's permute of k into the transpose after it, so
+    the Slice's k output is k in another order — it has no counterpart, and the layer is not
+    blamed (it was, with cosine ~0)."""
+    from tests.engine.models.test_swin_block import SwinBlock, _randomize
+
+    pt2 = _pt2(tmp_path, _randomize(SwinBlock(shift=2)), 1, 8, 8, 16)
+    r = verify(pt2, VerifyOptions(fp16=fp16))
+    assert r.ok and r.first_divergent is None, [(x.layer, x.status) for x in r.layers if x.blamed]
+    sl = next(x for x in r.layers if x.type == "Slice" and len(x.blobs) == 3)
+    assert all(b.value is None for b in sl.blobs) and any("another layout" in b.note for b in sl.blobs)
+    assert sum(x.error is not None for x in r.layers) >= 20
+
+
 @pytest.mark.parametrize("inside", [False, True], ids=["scale_after_permute", "scale_inside"])
 def test_channels_last_mlp_run_channels_first(tmp_path, inside):
     pt2 = _pt2(tmp_path, ChannelsLastMLP(inside=inside), 1, 16, 8, 8)
@@ -131,18 +147,46 @@ def test_a_layer_wrong_by_itself_fails_even_when_the_outputs_pass(tmp_path, caps
 
 def test_layout_of_a_value_as_its_blob():
     v = np.arange(2 * 3 * 4, dtype=np.float32).reshape(2, 3, 4)
-    ref = ValueRef("v", "v", "name")
-    # the same order re-shaped (merged / split / size-1 dims) is compared
-    for shape in [(6, 4), (2, 12), (24,), (2, 3, 2, 2), (1, 2, 3, 4)]:
-        got, note, wrong = as_blob(v, ref, shape)
+    # the value's shape, size-1 dims aside: compared
+    for shape in [(2, 3, 4), (1, 2, 3, 4), (2, 1, 3, 4)]:
+        got, note, wrong = as_blob(v, ValueRef("v", "v", "name"), shape)
         assert got is not None and not wrong and np.array_equal(got.ravel(), v.ravel()), shape
-    # the same elements in another order: not compared, not blamed
-    got, note, wrong = as_blob(v, ref, (4, 3, 2))
-    assert got is None and not wrong and "layout differs" in note
-    assert not same_order((14, 14, 384), (384, 14, 14)) and same_order((1, 14, 14, 384), (196, 384))
+    # another shape of the same size: the same elements may be in another order, so without the
+    # conversion's word for it (checked) it is not compared, and not blamed
+    for shape in [(6, 4), (4, 3, 2), (2, 12)]:
+        got, note, wrong = as_blob(v, ValueRef("v", "v", "name"), shape)
+        assert got is None and not wrong and "layout differs" in note, shape
+        got, _, _ = as_blob(v, ValueRef("v", "v", "name", checked=True), shape)
+        assert np.array_equal(got.ravel(), v.ravel())
     # a recorded permutation is applied; the batch axis (here dim 1 after it) is sliced at sample 0
-    got, _, _ = as_blob(v, ValueRef("v", "v", "layout", dims=(2, 0, 1), batch=1), (4, 3))
+    got, _, _ = as_blob(v, ValueRef("v", "v", "layout", dims=(2, 0, 1), batch=1, checked=True), (4, 3))
     assert np.array_equal(got, v.transpose(2, 0, 1)[:, 0, :])
     # another size: the blob cannot be this value
-    got, note, wrong = as_blob(v, ref, (5, 5))
+    got, note, wrong = as_blob(v, ValueRef("v", "v", "name"), (5, 5))
     assert got is None and wrong and "shape differs" in note
+
+
+def test_a_blob_whose_shape_is_not_its_values_has_no_counterpart():
+    """(4, 16, 16) is (4, 2, 16, 8) re-shaped by size but not in its order (a head split whose
+    permute a pass merged into the next layer): the mapping gives it no counterpart; with a
+    recorded permutation or re-shaping it has one."""
+    from engine.ir import Graph, Provenance
+    from engine.verify.mapping import LAYOUT_KEY, map_blobs
+
+    aten, ncnn = Graph(), Graph()
+    x = aten.new_operand("x", shape=[4, 16, 16])
+    aten.add_op("pnnx.Input", "x", [], [x], provenance=Provenance(("x",)))
+    s = aten.new_operand("select", shape=[4, 2, 16, 8])
+    aten.add_op("aten.view.default", "select", [x], [s], provenance=Provenance(("select",)))
+    aten.add_op("pnnx.Output", "out", [s], [])
+    i = ncnn.new_operand("in0", shape=[4, 16, 16])
+    ncnn.add_op("Input", "in0", [], [i])
+    blobs = {}
+    for name, meta in [("a", {}), ("b", {LAYOUT_KEY: {"value": "select", "view_of": [4, 2, 16, 8]}})]:
+        blobs[name] = ncnn.new_operand(name, shape=[4, 16, 16])
+        blobs[name].meta.update(meta)
+        ncnn.add_op("Reshape", name, [i], [blobs[name]], provenance=Provenance(("select",)))
+    ncnn.meta["inputs"] = [{"blob": "in0", "name": "x"}]
+    m = map_blobs(ncnn, aten)
+    assert "a" not in m.refs and "another layout" in m.unmapped["a"]
+    assert m.refs["b"].value == "select" and m.refs["b"].checked

@@ -11,6 +11,10 @@ Without a model the last one opens (the bundled sample on the very first start),
 is never empty. ``--screenshot`` opens the model, converts it, renders the main window to a PNG
 and exits 0 — or non-zero with a one-line message on stderr when the model cannot be opened or
 converted. The other options set up the state shown (for the README's screenshots).
+
+On Linux with an X display, a missing system library of Qt's xcb platform plugin is named in one
+line (with the Debian packages to install) and the app exits 2, instead of Qt aborting
+(:mod:`gui.platform_check`).
 """
 from __future__ import annotations
 
@@ -75,6 +79,13 @@ def main(argv: list[str] | None = None) -> int:
             args.screenshot = "pt2ncnn-studio.png"
             print("pt2ncnn-studio: no display found (DISPLAY/WAYLAND_DISPLAY unset); rendering the window to "
                   f"{args.screenshot} instead. Run it on a desktop to use it interactively.", file=sys.stderr)
+
+    from .platform_check import platform_problem
+
+    problem = platform_problem(os.environ)  # before Qt, which would abort the process
+    if problem:
+        print(problem, file=sys.stderr)
+        return 2
 
     from PySide6.QtWidgets import QApplication
 

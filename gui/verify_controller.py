@@ -10,7 +10,7 @@ and shown in the inspector. Colours are applied again after every new layout of 
 user switched the right view, hid parameters), and dropped when the model is converted again
 or another file is opened.
 
-Without torch or ncnn (the ``verify`` extra) the action reports what to install and nothing
+Without torch or ncnn the action reports what to install (the CPU build of torch) and nothing
 else changes.
 """
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QObject, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence
 
-from engine.verify import MissingDependency
+from engine.verify import INSTALL_COMMAND, MissingDependency
 
 from . import icons
 from .errors import describe
@@ -39,9 +39,10 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger(__name__)
 
 SHORTCUT = "Ctrl+Shift+V"
-MISSING = ("Verify runs the model in PyTorch and in ncnn and compares every layer, so it needs torch and ncnn "
-           "(the verify extra: pip install 'pt2ncnn[verify]'); {package} is not installed here. Everything else "
-           "— opening, inspecting, converting, exporting — works without them.")
+MISSING = ("Verify runs the model in PyTorch and in ncnn and compares every layer, so it needs torch and ncnn; "
+           "{package} is not installed here. Install ncnn and the CPU build of torch (a plain 'pip install torch' "
+           "pulls the multi-GB CUDA build):\n\n" + INSTALL_COMMAND + "\n\nEverything else — opening, "
+           "inspecting, converting, exporting — works without them.")
 LEGEND_SUBTITLES = {"error": "whole model", "own": "each layer alone"}
 DOCK_HEIGHT = 330  #: the Verify dock grows to this height to show a result
 
@@ -163,7 +164,7 @@ class VerifyController(QObject):
             message = MISSING.format(package=error.package)
             self.win.reporter.report("Verify needs torch and ncnn", message)
             self.panel.show_message(message, error=True)
-            self.win.status("Verify needs torch and ncnn: pip install 'pt2ncnn[verify]'")
+            self.win.status(f"Verify needs torch and ncnn: {INSTALL_COMMAND}")
             return
         self.win.reporter.report("Verification failed", error)
         self.panel.show_message(f"Verification failed: {describe(error)[0]}", error=True)

@@ -5,8 +5,9 @@ Converts the model (or takes ``--ncnn-param/--ncnn-bin``), runs it in PyTorch an
 package's sample inputs (or ``--input`` files, or seeded random inputs) and compares per layer
 (see :mod:`engine.verify`). Needs torch and ncnn (the ``verify`` extra).
 
-Exit codes: 0 every model output within tolerance; 1 not; 2 bad input or usage (including
-torch / ncnn not installed).
+Exit codes: 0 every model output within tolerance and no layer wrong by itself; 1 not (the
+report's headline says which: the first divergent layer, or outputs beyond tolerance with no
+single layer to blame); 2 bad input or usage (including torch / ncnn not installed).
 """
 from __future__ import annotations
 
@@ -97,6 +98,9 @@ def format_text(model: str, result, show_all: bool = False) -> str:
             lines.append(f"  run together with (no PyTorch counterpart): {', '.join(fd.isolated_with[1:])}")
         if fd.note:
             lines.append(f"  note: {fd.note}")
+        if result.outputs_ok:
+            lines.append("  the model's outputs are still within tolerance: its error is masked downstream "
+                         "(on other inputs it may not be)")
     elif result.first_beyond_tolerance is not None:
         fb = result.first_beyond_tolerance
         lines.append(f"no layer diverges by itself; errors accumulate beyond tolerance from layer {fb.layer} "
@@ -133,6 +137,16 @@ def run(args) -> int:
         print(format_text(args.model, result, args.all))
     if not result.ok:
         if not args.json:
-            print(f"error: {args.model}: ncnn output differs from PyTorch beyond tolerance", file=sys.stderr)
+            print(f"error: {args.model}: {verdict(result)}", file=sys.stderr)
         return 1
     return 0
+
+
+def verdict(result) -> str:
+    """One line: why a verification is not ok (agrees with the report's headline)."""
+    fd = result.first_divergent
+    if fd is not None and result.outputs_ok:
+        return f"layer {fd.layer} ({fd.type}) is wrong by itself, though the outputs are within tolerance"
+    if fd is not None:
+        return f"ncnn output differs from PyTorch beyond tolerance; first divergent layer {fd.layer} ({fd.type})"
+    return "ncnn output differs from PyTorch beyond tolerance (no single layer to blame)"

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from .api import ConversionResult, ConvertOptions, convert
 from .context import ConversionContext, Unsupported
-from .registry import ATEN, NCNN, Priority, Registry, RegistryError, aten_converter, ncnn_rule
+from .registry import (ATEN, CUSTOM, NCNN, CustomLayer, Priority, Registry, RegistryError, aten_converter,
+                       ncnn_custom_layer, ncnn_rule)
 
-__all__ = ["ATEN", "NCNN", "ConversionContext", "ConversionResult", "ConvertOptions", "Priority", "Registry",
-           "RegistryError", "Unsupported", "aten_converter", "convert", "ncnn_rule"]
+__all__ = ["ATEN", "CUSTOM", "NCNN", "ConversionContext", "ConversionResult", "ConvertOptions", "CustomLayer",
+           "Priority", "Registry", "RegistryError", "Unsupported", "aten_converter", "convert", "ncnn_custom_layer",
+           "ncnn_rule"]

@@ -42,8 +42,9 @@ def _rollback(g: Graph, emitted: Sequence[Operator]) -> None:
 
 
 def lower_graph(g: Graph, registry: Registry, ctx: ConversionContext,
-                skip: Callable[[Operator], bool]) -> int:
-    """Lower every operator for which ``skip(op)`` is false. Returns how many were lowered."""
+                skip: Callable[[Operator], bool], check: Callable[[Operator], None] | None = None) -> int:
+    """Lower every operator for which ``skip(op)`` is false. Returns how many were lowered.
+    ``check(emitted_op)`` may refuse (raise ``Unsupported``) what a rule emitted."""
     lowered = 0
     for op in list(g.ops):
         if skip(op) or op.meta.get("unsupported"):
@@ -72,6 +73,8 @@ def lower_graph(g: Graph, registry: Registry, ctx: ConversionContext,
             for old, new in zip(op.outputs, outs):
                 if (new is None or new is old) and old.consumers:
                     raise Unsupported(f"converter {conv.name} gave no value for output {old.name}, which is used")
+            for e in ctx.emitted if check is not None else ():
+                check(e)
         except Exception as e:  # a rule's refusal or bug never crashes the conversion
             _rollback(g, ctx.emitted)
             g.rename_op(op, original_name)

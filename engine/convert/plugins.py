@@ -9,6 +9,11 @@ and registers rules::
     def relu_as_clip(ctx, op):
         return ctx.emit("F.hardtanh", [op.inputs[0]], params={"min_val": 0.0, "max_val": 1e9})
 
+A plug-in may also declare its own ncnn layer types (:func:`engine.convert.ncnn_custom_layer`),
+which its ncnn rules then emit: they are written as custom layers with their params and weights,
+and the declared Python function computes them when the model is verified. An ncnn rule
+emitting a type that is neither built in nor declared is refused while converting.
+
 Rules registered while a plug-in file runs are tagged ``plugin:<file>`` and default to
 ``Priority.HIGH``, so they are tried before built-ins. :func:`plugin_scope` loads plug-ins for
 one conversion and restores the registries afterwards (the GUI converts many times in one
@@ -58,7 +63,7 @@ def load_plugin(path: str | Path) -> list[registry.Converter]:
 @contextlib.contextmanager
 def plugin_scope(paths: Iterable[str | Path]) -> Iterator[list[registry.Converter]]:
     """Load plug-ins for the duration of a ``with`` block, then restore the registries."""
-    snaps = (registry.ATEN.snapshot(), registry.NCNN.snapshot())
+    snaps = (registry.ATEN.snapshot(), registry.NCNN.snapshot(), registry.CUSTOM.snapshot())
     try:
         loaded: list[registry.Converter] = []
         for p in paths:
@@ -67,3 +72,4 @@ def plugin_scope(paths: Iterable[str | Path]) -> Iterator[list[registry.Converte
     finally:
         registry.ATEN.restore(snaps[0])
         registry.NCNN.restore(snaps[1])
+        registry.CUSTOM.restore(snaps[2])

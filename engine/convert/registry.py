@@ -181,3 +181,91 @@ def aten_converter(*targets: str, validator: Validator | None = None, priority: 
 def ncnn_rule(*targets: str, validator: Validator | None = None, priority: int | None = None):
     """Register ``fn(ctx, op)`` as the lowering of pnnx op type(s) ``targets`` to ncnn layers."""
     return _decorator(NCNN, targets, validator, priority)
+
+
+# --------------------------------------------------------------------------- custom ncnn layers
+_LAYER_TYPE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class CustomLayer:
+    """An ncnn layer type of the user's own (registered in their runtime with
+    ``Net::register_custom_layer``). ``forward(*inputs, params=..., weights=...)`` computes it
+    on numpy arrays in ncnn's layout (batch axis dropped) — what ``pt2ncnn verify`` runs for it;
+    it receives ``params`` ({id: value}) and ``weights`` (arrays, in load order) when its
+    signature names them."""
+
+    type: str
+    forward: Callable[..., Any]
+    origin: str
+
+
+class CustomLayers:
+    """The declared custom layer types, by name (snapshot / restore like a :class:`Registry`)."""
+
+    def __init__(self) -> None:
+        self._layers: dict[str, CustomLayer] = {}
+
+    def get(self, layer_type: str) -> CustomLayer | None:
+        return self._layers.get(layer_type)
+
+    def declare(self, layer: CustomLayer) -> None:
+        self._layers[layer.type] = layer
+
+    def snapshot(self) -> dict[str, CustomLayer]:
+        return dict(self._layers)
+
+    def restore(self, snap: dict[str, CustomLayer]) -> None:
+        self._layers = dict(snap)
+
+
+CUSTOM = CustomLayers()
+
+
+def ncnn_custom_layer(layer_type: str):
+    """Declare ``layer_type`` a custom ncnn layer, computed (for ``pt2ncnn verify``) by the
+    decorated function; an ncnn rule may then emit it. Its params are written to the .param
+    as given (``{id: value}``), its weights to the .bin in order, each raw (float32, or int32
+    for integers; ``ModelBin::load(n, 1)`` reads one back)."""
+    from ..ncnn.layers import LayerSpecError, get_spec
+
+    if not isinstance(layer_type, str) or not _LAYER_TYPE.match(layer_type):
+        raise RegistryError(f"custom layer type {layer_type!r} is not a name like 'BesselJ0'")
+    try:
+        get_spec(layer_type)
+    except LayerSpecError:
+        pass
+    else:
+        raise RegistryError(f"custom layer type {layer_type!r} is a built-in ncnn layer")
+
+    def wrap(fn):
+        if not callable(fn):
+            raise RegistryError(f"custom layer {layer_type!r}: its forward is not callable")
+        origin = _current_origin[-1][0] if _current_origin else f"builtin:{fn.__module__}"
+        CUSTOM.declare(CustomLayer(layer_type, fn, origin))
+        return fn
+
+    return wrap
+
+
+def check_ncnn_layer(op) -> None:
+    """Refuse (``Unsupported``) an operator an ncnn rule emitted that is neither a built-in ncnn
+    layer nor a declared custom layer; mark a custom one (``meta["plugin_layer"]``: its
+    :class:`CustomLayer`) so it is written with its params and weights."""
+    from ..ir.vocab import is_ncnn
+    from ..ncnn.layers import LayerSpecError, get_spec
+    from ..writers.ncnn_check import MARKER_TYPES
+    from .context import Unsupported
+
+    if not is_ncnn(op) or op.type in MARKER_TYPES:
+        return
+    try:
+        get_spec(op.type)
+        return
+    except LayerSpecError as e:
+        unknown = str(e)
+    custom = CUSTOM.get(op.type)
+    if custom is None:
+        raise Unsupported(f"unsupported: {unknown}; a custom layer must be declared with "
+                          f"@ncnn_custom_layer({op.type!r}) in the plug-in that emits it")
+    op.meta["plugin_layer"] = custom

@@ -33,6 +33,7 @@ from .manager import graph_pass
 log = logging.getLogger(__name__)
 
 TO_NHWC, TO_NCHW = [0, 2, 3, 1], [0, 3, 1, 2]
+RELAID = "aten_layout"  #: operand annotation: the ATen value it holds, permuted by ``dims``
 PERMUTES = ("Tensor.permute", "torch.permute")
 #: single-input ops that compute element by element (layout-free)
 ELEMENTWISE = ("F.relu", "F.relu6", "F.gelu", "F.silu", "F.sigmoid", "F.tanh", "F.hardswish", "F.hardsigmoid",
@@ -137,6 +138,12 @@ def _nchw(shape: list) -> list:
     return [shape[0], shape[3], shape[1], shape[2]]
 
 
+def _relaid(opd: Operand, value: str) -> None:
+    """Record that ``opd`` holds channels-last ``value`` channels-first (what Verify compares
+    it with: see engine.verify.mapping)."""
+    opd.meta[RELAID] = {"value": value, "dims": TO_NCHW}
+
+
 def _rewrite(graph: Graph, to_nhwc: Operator, chain: list[Operator], closing: Operator) -> None:
     body = chain[1:] if chain[0].type == "nn.LayerNorm" else chain
     graph.replace_all_uses(closing.outputs[0], body[-1].outputs[0])
@@ -148,15 +155,19 @@ def _rewrite(graph: Graph, to_nhwc: Operator, chain: list[Operator], closing: Op
         ln_out = chain[0].outputs[0]
         back = graph.new_operand(graph.unique_operand_name(f"{ln_out.name}_nchw"), dtype=ln_out.dtype,
                                  shape=_nchw(list(ln_out.shape)))
+        _relaid(back, ln_out.name)
         graph.add_op(closing.type, graph.unique_op_name(closing.name), [ln_out], [back], params={"dims": TO_NCHW},
                      provenance=closing.provenance, before=body[0])
         graph.set_input(body[0], 0, back)
     conv = None
     for op in body:
         if op.type == "pnnx.Expression" and len(op.inputs) == 2:
+            value = op.outputs[0].name
             _fold_scale(graph, conv, op, _scale_by(op, "nhwc", int(conv.params["out_channels"])))
+            _relaid(conv.outputs[0], value)
             continue
         op.outputs[0].shape = _nchw(list(op.outputs[0].shape))
+        _relaid(op.outputs[0], op.outputs[0].name)
         if op.type == "nn.Linear":
             _to_conv(op)
             conv = op
@@ -166,6 +177,7 @@ def _rewrite(graph: Graph, to_nhwc: Operator, chain: list[Operator], closing: Op
         gamma = _scale_by(user, "nchw", int(conv.params["out_channels"])) if user is not None else None
         if gamma is not None:
             _fold_scale(graph, conv, user, gamma)
+            conv.outputs[0].meta.pop(RELAID, None)  # now the (channels-first) scaled value itself
 
 
 def _last_alive(body: list[Operator], graph: Graph) -> Operator | None:

@@ -1,7 +1,8 @@
 """Per-layer numerical comparison of a converted model with PyTorch: find the first ncnn layer
 that diverges, and the ATen nodes, module and source line it came from.
 
-Public API (torch and ncnn — the ``verify`` extra — are imported only when :func:`verify` runs)::
+Public API (torch and ncnn are imported only when :func:`verify` runs; :data:`INSTALL_COMMAND`
+installs them, torch as its CPU build)::
 
     from engine.verify import verify, VerifyOptions
     result = verify("model.pt2", VerifyOptions(fp16=False), progress=cb, cancel=is_cancelled)
@@ -17,9 +18,9 @@ the conversion's pass manager).
 from .. import convert as _convert  # noqa: F401  (engine.passes must be imported through engine.convert)
 from ..passes import Cancelled
 from .api import DEFAULT_TOLERANCE, VerifyOptions, verify
-from .errors import MissingDependency, VerifyError
+from .errors import INSTALL_COMMAND, MissingDependency, VerifyError
 from .metrics import ErrorStats, compare
 from .result import BlobRecord, LayerRecord, OutputRecord, VerifyResult
 
-__all__ = ["DEFAULT_TOLERANCE", "BlobRecord", "Cancelled", "ErrorStats", "LayerRecord", "MissingDependency", "OutputRecord",
+__all__ = ["DEFAULT_TOLERANCE", "INSTALL_COMMAND", "BlobRecord", "Cancelled", "ErrorStats", "LayerRecord", "MissingDependency", "OutputRecord",
            "VerifyError", "VerifyOptions", "VerifyResult", "compare", "verify"]

@@ -5,13 +5,15 @@ The run:
 1. choose inputs (user ``.npy`` files, the package's sample inputs, or seeded random ones);
 2. convert the program (or take the user's ``.ncnn.param``/``.ncnn.bin``, still converting the
    program when possible to learn which blob holds which ATen value);
-3. run the program in PyTorch, capturing every ATen value (:mod:`.torch_run`);
+3. run the program in PyTorch once, capturing every ATen value the blobs hold (:mod:`.torch_run`:
+   straight from the decoded graph, :mod:`.torch_direct`, or through ``torch.export.load``);
 4. run the ncnn model once, reading every blob (:mod:`.ncnn_run`), and compare each blob with its
-   ATen value (:mod:`.mapping`, :mod:`.metrics`);
+   ATen value in the blob's layout (:mod:`.mapping`, :mod:`.layout`, :mod:`.metrics`);
 5. run each compared layer again in isolation, fed PyTorch's values of its inputs, so a layer is
-   blamed only for its own error, never for one it inherited.
+   blamed only for its own error, never for one it inherited — all layers in a few ncnn runs
+   (:mod:`.isolate`).
 
-torch and ncnn are imported only here, lazily (the ``verify`` extra).
+torch and ncnn are imported only here, lazily.
 """
 from __future__ import annotations
 
@@ -27,11 +29,14 @@ import numpy as np
 
 from ..errors import ConversionError
 from ..ir import Graph, Operator
+from .custom_layers import CustomRun
 from .errors import VerifyError, check_cancel, require
 from .inputs import choose_inputs
-from .mapping import INPUT_TYPES, BlobMap, map_blobs, map_by_name
+from .isolate import plan_isolation
+from .layout import as_blob
+from .mapping import INPUT_TYPES, BlobMap, ValueRef, map_blobs, map_by_name
 from .metrics import ErrorStats, compare
-from .ncnn_run import BlobFailure, NcnnModel
+from .ncnn_run import NcnnModel
 from .result import (DIVERGENT, FAILED, INHERITED, NOT_COMPARED, OK, BlobRecord, LayerRecord, OutputRecord,
                      VerifyResult)
 
@@ -40,8 +45,6 @@ log = logging.getLogger(__name__)
 #: (atol, rtol) by whether the ncnn weights are stored as fp16. Errors are measured relative to
 #: the PyTorch value's largest magnitude: fp32 weights agree to ~1e-6, fp16 ones to ~1e-3.
 DEFAULT_TOLERANCE = {False: (1e-5, 1e-4), True: (1e-4, 1e-2)}
-#: Most layers run together when several have no PyTorch counterpart in a row.
-MAX_ISOLATED_REGION = 64
 
 
 @dataclass
@@ -101,7 +104,7 @@ class _Verifier:
         self.aten: Graph | None = None  # the program's ATen graph (node order, module, source)
         self.graph: Graph | None = None  # the ncnn graph verified
         self.ref_graph: Graph | None = None  # the ncnn graph of the conversion (provenance, shapes)
-        self.full: dict[str, np.ndarray | BlobFailure] = {}  # every blob of the whole-model ncnn run
+        self.full: dict = {}  # every blob of the whole-model ncnn run: array or BlobFailure
         self.atol, self.rtol = DEFAULT_TOLERANCE[opts.fp16]
 
     def report(self, message: str) -> None:
@@ -163,61 +166,67 @@ class _Verifier:
             self.rtol = rtol if self.opts.rtol is None else float(self.opts.rtol)
             self.total = 4 + len(graph.ops)
             self.report("running PyTorch")
-            from .torch_run import load_program, run_program
+            from .torch_run import run_torch
 
             keep = {ref.value for ref in blobmap.refs.values()}
-            tv = run_program(load_program(self.path, self.opts.model), inputs, keep=keep, cancel=self.cancel)
+            tv = run_torch(self.path, self.ep, inputs, model=self.opts.model, keep=keep, cancel=self.cancel)
             self.report("running ncnn")
-            model = NcnnModel(param, bin_path)
-            layers, outputs = self.compare_all(graph, blobmap, model, tv)
-        return VerifyResult(layers=layers, outputs=outputs, atol=self.atol, rtol=self.rtol,
+            model = NcnnModel(param, bin_path, _custom_runs(graph))
+            try:
+                layers, outputs = self.compare_all(graph, blobmap, model, tv)
+            finally:
+                model.close()
+        return VerifyResult(layers=layers, outputs=outputs, atol=self.atol, rtol=self.rtol, torch_runner=tv.runner,
                             input_source=inputs.source, graph=graph, conversion=conversion, fp16=fp16,
                             ncnn_files=(str(param), str(bin_path)) if self.opts.ncnn_param is not None else None,
                             notes=self.notes, seconds=time.perf_counter() - t0)
 
-    # ---------------------------------------------------------------- layouts
-    def _batched(self, blob: str, value: np.ndarray) -> bool:
-        for g in (self.graph, self.ref_graph):
-            opd = g.operands.get(blob) if g is not None else None
-            if opd is not None and opd.meta.get("batch") is not None:
-                return bool(opd.meta["batch"])
-        return value.ndim >= 2
-
-    def _ncnn_layout(self, blob: str, value: np.ndarray) -> np.ndarray:
-        """PyTorch's value of ``blob`` in the layout ncnn holds it: as the whole-model run produced
-        it when the size agrees, else the value without its batch axis (first sample)."""
-        got = self.full.get(blob)
-        if isinstance(got, np.ndarray):
-            aligned = _align(value, got.shape)
-            if aligned is not None:
-                return aligned
-        if self._batched(blob, value) and value.ndim >= 1:
-            return value[0] if value.ndim > 1 else value[:1]
-        return value
-
     # ---------------------------------------------------------------- comparison
+    def _input_feeds(self, graph: Graph, blobmap: BlobMap, values) -> dict[str, np.ndarray]:
+        """The model inputs, one sample each (ncnn has no batch axis)."""
+        feeds = {}
+        for op in graph.ops:
+            if op.type not in INPUT_TYPES:
+                continue
+            for o in op.outputs:
+                ref = blobmap.get(o.name)
+                if ref is None or ref.value not in values:
+                    raise VerifyError(f"ncnn input blob {o.name!r} matches no model input")
+                v = values[ref.value]
+                b = ref.batch
+                if b is None and self.ref_graph is None and v.ndim > 1:
+                    b = 0  # user-given files of an unconverted program: the old default
+                if b is not None and b < v.ndim:
+                    if v.shape[b] > 1:
+                        self.notes.append(f"PyTorch ran a batch of {v.shape[b]} (input {ref.value}); ncnn has "
+                                          f"no batch axis: compared on the first sample")
+                    v = np.take(v, 0, axis=b)
+                feeds[o.name] = v
+        return feeds
+
+    def _laid_out(self, blob: str, got, blobmap: BlobMap, values) -> tuple[np.ndarray | None, str, bool]:
+        """PyTorch's value of ``blob`` in the layout of ``got`` (ncnn's array): see
+        :func:`.layout.as_blob`."""
+        ref = blobmap.get(blob)
+        if not isinstance(got, np.ndarray):
+            return None, str(got) if got is not None else "not computed", True
+        return as_blob(values[ref.value], ref, tuple(got.shape))
+
     def compare_all(self, graph: Graph, blobmap: BlobMap, model: NcnnModel, tv):
         self.graph = graph
         values = tv.values
-        feeds = {}
-        for op in graph.ops:
-            if op.type in INPUT_TYPES:
-                for o in op.outputs:
-                    ref = blobmap.get(o.name)
-                    if ref is None or ref.value not in values:
-                        raise VerifyError(f"ncnn input blob {o.name!r} matches no model input")
-                    v = values[ref.value]
-                    if self._batched(o.name, v):
-                        if v.ndim > 1 and v.shape[0] > 1:
-                            self.notes.append(f"PyTorch ran a batch of {v.shape[0]} (input {ref.value}); ncnn has "
-                                              f"no batch axis: compared on the first sample")
-                        v = v[0] if v.ndim > 1 else v
-                    feeds[o.name] = v
+        feeds = self._input_feeds(graph, blobmap, values)
         self.full = model.run(feeds, [o.name for op in graph.ops for o in op.outputs])
-        torch_feed: dict[str, np.ndarray] = {}
+        # PyTorch's values in the blobs' layouts: what the layers are compared with and fed
+        self.laid: dict[str, np.ndarray] = {}
+        self.laid_note: dict[str, tuple[str, bool]] = {}
         for blob, ref in blobmap.refs.items():
-            if ref.value in values:
-                torch_feed[blob] = self._ncnn_layout(blob, values[ref.value])
+            if ref.value in values and blob in self.full:
+                arr, note, wrong = self._laid_out(blob, self.full[blob], blobmap, values)
+                if arr is not None:
+                    self.laid[blob] = arr
+                else:
+                    self.laid_note[blob] = (note, wrong)
         aten_ops = {op.name: op for op in self.aten.ops}
         order = {name: k for k, name in enumerate(aten_ops)}
         ref_layers = {op.name: op for op in self.ref_graph.ops} if self.ref_graph is not None else {}
@@ -229,11 +238,12 @@ class _Verifier:
             if not op.inputs:  # an Input layer: nothing to isolate
                 for b in rec.blobs:
                     b.own = b.error
-            elif self.opts.isolate and any(b.compared for b in rec.blobs):
-                self._isolate(op, rec, model, torch_feed, values)
-            self._judge(op, rec, by_blob)
             records.append(rec)
-        outputs = self._outputs(graph, tv, values)
+        if self.opts.isolate:
+            self._isolate_all(graph, records, model, blobmap, values)
+        for op, rec in zip(graph.ops, records):
+            self._judge(op, rec, by_blob)
+        outputs = self._outputs(graph, blobmap, tv, values)
         if self.progress is not None:
             self.progress(self.total, self.total, "done")
         return records, outputs
@@ -261,38 +271,42 @@ class _Verifier:
         if want is None:
             return BlobRecord(blob, ref.value, ref.how, shape, note="PyTorch produced no tensor for this value")
         b = BlobRecord(blob, ref.value, ref.how, shape, tuple(want.shape))
-        b.error, b.note = _stats(got, want)
+        if blob in self.laid:
+            b.error = compare(got, self.laid[blob])
+        else:
+            b.note, wrong = self.laid_note.get(blob, ("not computed", True))
+            if wrong:  # ncnn's blob cannot be this value (failed, or of another size)
+                b.error = ErrorStats.mismatch()
         return b
 
-    def _isolate(self, op: Operator, rec: LayerRecord, model: NcnnModel, torch_feed, values) -> None:
-        feeds: dict[str, np.ndarray] = {}
-        region = [op.name]
-        stack = list(op.inputs)
-        seen: set[str] = set()
-        while stack:
-            b = stack.pop()
-            if b.name in seen:
-                continue
-            seen.add(b.name)
-            if b.name in torch_feed:
-                feeds[b.name] = torch_feed[b.name]
-                continue
-            p = b.producer
-            if p is None or p.type in INPUT_TYPES or len(region) >= MAX_ISOLATED_REGION:
-                got = self.full.get(b.name)
-                if not isinstance(got, np.ndarray):
-                    return  # nothing to feed: no isolated run
-                feeds[b.name] = got
-                continue
-            region.append(p.name)
-            stack.extend(p.inputs)
-        rec.isolated_with = region
-        out = model.run(feeds, [o.name for o in op.outputs])
-        for b in rec.blobs:
-            if b.compared:
-                b.own, note = _stats(out.get(b.blob), values[b.value])
-                if note and not b.note:
-                    b.note = f"alone: {note}"
+    # ---------------------------------------------------------------- layers alone
+    def _isolate_all(self, graph: Graph, records: list[LayerRecord], model: NcnnModel, blobmap: BlobMap,
+                     values) -> None:
+        """Run every compared layer again on PyTorch's values of its inputs, in as few ncnn runs
+        as possible (:func:`.isolate.plan_isolation`)."""
+        fed = lambda b: b in self.laid  # noqa: E731
+        jobs = plan_isolation(graph, [rec for rec in records if rec.blobs and any(b.compared for b in rec.blobs)],
+                              fed, lambda b: isinstance(self.full.get(b), np.ndarray))
+        self.total += len(jobs.rounds)
+        by_layer = {rec.layer: rec for rec in records}
+        for k, batch in enumerate(jobs.rounds, 1):
+            self.report(f"layers alone: run {k} of {len(jobs.rounds)} ({len(batch)} layers)")
+            feeds = {b: self.laid[b] if b in self.laid else self.full[b] for job in batch for b in job.feeds}
+            out = model.run(feeds, [b for job in batch for b in job.wanted])
+            for job in batch:
+                rec = by_layer[job.layer]
+                rec.isolated_with = list(job.region)
+                for b in rec.blobs:
+                    if b.compared:
+                        b.own = self._own(b, out.get(b.blob), blobmap, values)
+
+    def _own(self, b: BlobRecord, got, blobmap: BlobMap, values) -> ErrorStats:
+        arr, note, _ = self._laid_out(b.blob, got, blobmap, values)
+        if arr is None:
+            if not b.note:
+                b.note = f"alone: {note}"
+            return ErrorStats.mismatch()
+        return compare(got, arr)
 
     def _judge(self, op: Operator, rec: LayerRecord, by_blob: dict[str, BlobRecord]) -> None:
         compared = [b for b in rec.blobs if b.compared]
@@ -318,7 +332,7 @@ class _Verifier:
             rec.status = OK if rec.within_tolerance else INHERITED
         rec.note = "; ".join(dict.fromkeys(b.note for b in compared if b.note))
 
-    def _outputs(self, graph: Graph, tv, values) -> list[OutputRecord]:
+    def _outputs(self, graph: Graph, blobmap: BlobMap, tv, values) -> list[OutputRecord]:
         meta = graph.meta.get("outputs") or (self.ref_graph.meta.get("outputs") if self.ref_graph is not None else None)
         blobs = [d["blob"] for d in meta] if meta else []
         out = []
@@ -330,33 +344,21 @@ class _Verifier:
             elif blob not in self.full:
                 rec.note = f"the ncnn model has no blob {blob!r}"
             else:
-                rec.error, rec.note = _stats(self.full[blob], values[name])
+                ref = blobmap.get(blob)
+                ref = ref if ref is not None and ref.value == name else ValueRef(name, name, "output")
+                got = self.full[blob]
+                arr, rec.note, _ = as_blob(values[name], ref, tuple(got.shape)) if isinstance(got, np.ndarray) \
+                    else (None, str(got), True)
+                rec.error = compare(got, arr) if arr is not None else ErrorStats.mismatch()
                 rec.ok = rec.error.within(self.atol, self.rtol)
             out.append(rec)
         return out
 
 
-def _align(value: np.ndarray, shape: tuple[int, ...]) -> np.ndarray | None:
-    """``value`` reshaped to an ncnn blob's shape when the sizes agree (ncnn drops the batch
-    axis; a batch of several samples is compared on its first)."""
-    n = int(np.prod(shape)) if shape else 1
-    if value.size == n:
-        return value.reshape(shape)
-    if value.ndim >= 1 and value.shape[0] > 1 and value.size == value.shape[0] * n:
-        return value[0].reshape(shape)
-    return None
-
-
-def _stats(got, want: np.ndarray) -> tuple[ErrorStats, str]:
-    """Compare an ncnn result (array or failure) with a PyTorch value: (stats, note)."""
-    if isinstance(got, BlobFailure):
-        return ErrorStats.mismatch(), str(got)
-    if got is None:
-        return ErrorStats.mismatch(), "not computed"
-    aligned = _align(want, got.shape)
-    if aligned is None:
-        return ErrorStats.mismatch(), f"shape differs: ncnn {list(got.shape)}, PyTorch {list(want.shape)}"
-    return compare(got, aligned), ""
+def _custom_runs(graph: Graph) -> list[CustomRun]:
+    """The plug-in custom layers of the model, in file order."""
+    return [CustomRun(op.name, op.meta["plugin_layer"], dict(op.params), [np.asarray(a.data) for a in op.attrs.values()],
+                      len(op.inputs), len(op.outputs)) for op in graph.ops if op.meta.get("plugin_layer")]
 
 
 def _where(nodes: list[str], aten_ops: dict[str, Operator]) -> tuple[str, str]:

@@ -11,13 +11,18 @@ class VerifyError(PT2Error):
     and the reason."""
 
 
+#: How to install what verify needs: ncnn, and torch's CPU build (a plain ``pip install torch``
+#: on Linux pulls the multi-GB CUDA build). The tests use the same pinned torch.
+INSTALL_COMMAND = "pip install ncnn torch==2.13.0 --extra-index-url https://download.pytorch.org/whl/cpu"
+
+
 class MissingDependency(VerifyError):
-    """torch or ncnn (the ``verify`` extra) is not installed."""
+    """torch or ncnn is not installed."""
 
     def __init__(self, package: str):
         self.package = package
-        super().__init__(f"verify needs {package}, which is not installed "
-                         f"(install the verify extra: pip install 'pt2ncnn[verify]')")
+        super().__init__(f"verify needs {package}, which is not installed (install ncnn and the CPU build of "
+                         f"torch: {INSTALL_COMMAND})")
 
     def __reduce__(self):
         return (type(self), (self.package,))

@@ -1,22 +1,39 @@
-"""Which PyTorch value each ncnn blob holds: :func:`map_blobs` (for a graph that carries
-provenance, i.e. one this converter produced) and :func:`map_by_name` (for user-given ncnn files,
-matched by blob name against a reference mapping).
+"""Which PyTorch value each ncnn blob holds, and in which layout: :func:`map_blobs` (for a graph
+that carries provenance, i.e. one this converter produced) and :func:`map_by_name` (for
+user-given ncnn files, matched by blob name against a reference mapping).
 
-Rules, for each blob of an ncnn graph, in order:
+Rules, for each blob of an ncnn graph (topological order):
 
-* a model input ``in<k>`` / output ``out<k>`` is the program value named in
-  ``graph.meta["inputs"]`` / ``["outputs"]``;
+* a model input ``in<k>`` is the program value named in ``graph.meta["inputs"]``; the k-th
+  output blob of ``graph.meta["outputs"]`` is the program's k-th output;
 * an output of a ``Split`` holds what the Split's input holds;
-* a blob named after an ATen value produced by a node of its layer's provenance, and not used by
-  another node of that provenance, is that value (the lowering keeps the ATen operand names);
-* otherwise (a fused chain: conv + batchnorm + relu is one layer whose blob keeps the conv's
-  name) the blob holds the value of the LAST node of the layer's provenance, in program order,
-  that is not consumed inside the provenance (the k-th such value for a layer's k-th output);
-* a blob whose chosen node also appears in the provenance of a layer downstream (through Splits)
-  is *internal*: an intermediate of one ATen node lowered to several layers (remainder as
-  ``a - floor(a / b) * b``); it has no PyTorch counterpart and is not compared.
+* the *terminal* values of a layer are the tensor values of its provenance from which no other
+  node of the provenance can be reached in the ATen graph (a fused conv + batchnorm + relu has
+  one: the relu's; a Slice lowering three ``select`` s has three), in program order;
+* a blob named after a terminal value is that value; a blob whose name starts with
+  ``<terminal>_`` is that terminal (the longest such: ``select_1_sel`` is ``select_1``, not
+  ``select``); a layer with one output and no such name holds its last terminal; an output of
+  a multi-output layer that names none of them has no counterpart (guessing by position would
+  compare a blob with its sibling's value);
+* a blob whose value's node also appears in the provenance of a layer downstream (through
+  Splits) is *internal*: an intermediate of one ATen node lowered to several layers
+  (remainder as ``a - floor(a / b) * b``); it has no PyTorch counterpart;
+* the value must be what the layer computes from its inputs: every ATen node between the values
+  its inputs hold and the blob's value belongs to the layer (or to the layers without a
+  counterpart feeding it), to no layer at all (eliminated no-ops), or only moves data
+  (permute, view...). A layer a pass moved elsewhere (a permute run before the MLP it followed)
+  keeps its provenance but not its value: it gets no counterpart.
 
-The mapping is by value name only; sizes are checked when values are compared.
+Layout. The ncnn blob of an operand is the PyTorch tensor with its batch dim dropped, in the
+same data order — when the operand's shape is the value's (size-1 dims aside). A pass that
+re-lays a value out records it, ``operand.meta["aten_layout"] = {"value": <ATen value>, ...}``:
+``"dims": [...]`` — the blob holds ``value.permute(dims)``; ``"view_of": shape`` — the operand
+was only re-shaped, from ``shape`` (same data order). An operand whose shape is neither is not
+the value in its order (a head split whose permute a pass merged into a later layer: (4, 16, 16)
+for (4, 2, 16, 8) is a valid re-shaping by size, and the wrong order): it gets no counterpart —
+never a comparison in the wrong order. The batch dim is the operand's
+(:func:`engine.convert.shapes.batch_dim`), known when its shape is the (permuted) value's.
+:mod:`.layout` turns a PyTorch value into the blob's layout.
 """
 from __future__ import annotations
 
@@ -24,21 +41,40 @@ import logging
 import re
 from dataclasses import dataclass, replace
 
+from ..convert.shapes import batch_dim
 from ..ir import Graph, Operand, Operator
 
 log = logging.getLogger(__name__)
 
 SPLIT = "Split"
 INPUT_TYPES = ("Input", "pnnx.Input")
+#: the operand annotation of a re-laid-out value (see the module docstring)
+LAYOUT_KEY = "aten_layout"
+#: ATen ops that only move data: allowed between a layer's inputs and its value
+DATA_MOVEMENT = frozenset(f"aten.{n}" for n in (
+    "permute.default", "transpose.int", "t.default", "view.default", "reshape.default", "_unsafe_view.default",
+    "flatten.using_ints", "unflatten.int", "squeeze.dim", "squeeze.dims", "squeeze.default", "unsqueeze.default",
+    "contiguous.default", "clone.default", "alias.default", "detach.default", "lift_fresh_copy.default",
+    "expand.default", "numpy_T.default", "movedim.int", "swapaxes.default", "swapdims.default"))
+#: ATen ops reading only the shape / dtype of their tensor inputs (their results are constants)
+SHAPE_ONLY = frozenset(f"aten.{n}" for n in (
+    "new_zeros", "new_ones", "new_empty", "new_full", "zeros_like", "ones_like", "empty_like", "full_like",
+    "sym_size", "sym_numel", "sym_stride", "size", "_shape_as_tensor", "scalar_tensor"))
+#: most layers without a counterpart looked through to find what a layer computes from
+MAX_REGION = 64
 
 
 @dataclass(frozen=True)
 class ValueRef:
-    """The PyTorch value an ncnn blob stands for."""
+    """The PyTorch value an ncnn blob stands for, and how to lay it out as the blob."""
 
     value: str  #: ATen value name (the torch.fx node name)
     node: str  #: the ATen node producing it (the value itself for program inputs)
-    how: str  #: ``input`` | ``output`` | ``name`` | ``provenance`` | ``split``
+    how: str  #: ``input`` | ``output`` | ``name`` | ``provenance`` | ``layout`` | ``split``
+    dims: tuple[int, ...] | None = None  #: the blob holds ``value.permute(dims)`` (None: the value's order)
+    batch: int | None = None  #: dim of the (permuted) value that is the model's batch axis, when known
+    #: the graph's shapes say the blob holds the value in this order (else a runtime check decides)
+    checked: bool = False
 
 
 @dataclass
@@ -52,22 +88,33 @@ class BlobMap:
         return self.refs.get(blob)
 
 
+def _is_tensor(opd: Operand) -> bool:
+    """False for SymInt/SymFloat values, constants and None placeholders."""
+    return not (opd.meta.get("none") or "expr" in opd.meta or "const" in opd.meta)
+
+
 class _AtenIndex:
-    """Program order, value producers and value consumers of the ATen graph."""
+    """Program order, value producers, consumers and shapes of the ATen graph."""
 
     def __init__(self, aten: Graph):
         self.order: dict[str, int] = {}
         self.ops: dict[str, Operator] = {}
         self.producer: dict[str, str] = {}  # value name -> node name
-        self.users: dict[str, set[str]] = {}  # value name -> node names using it
+        self.values: dict[str, Operand] = {}
+        self.users: dict[str, list[str]] = {}  # value name -> node names using it
+        self.dynamic: set[str] = set()  # nodes whose tensors depend on a model input
         for k, op in enumerate(aten.ops):
             self.order[op.name] = k
             self.ops[op.name] = op
             for o in op.outputs:
                 if _is_tensor(o):
                     self.producer[o.name] = op.name
+                    self.values[o.name] = o
             for i in op.inputs:
-                self.users.setdefault(i.name, set()).add(op.name)
+                self.users.setdefault(i.name, []).append(op.name)
+            if op.type == "pnnx.Input" or op.type.rsplit(".", 1)[0] not in SHAPE_ONLY and any(
+                    i.producer is not None and i.producer.name in self.dynamic for i in op.inputs if _is_tensor(i)):
+                self.dynamic.add(op.name)
         self.inputs = [op.outputs[0].name for op in aten.ops if op.type == "pnnx.Input" and op.outputs]
         self.outputs = [op.inputs[0].name for op in aten.ops if op.type == "pnnx.Output" and op.inputs]
 
@@ -75,21 +122,56 @@ class _AtenIndex:
         op = self.ops.get(node)
         return [o.name for o in op.outputs if _is_tensor(o)] if op is not None else []
 
+    def reaches(self, node: str, targets: set[str]) -> bool:
+        """Whether any of ``targets`` (node names) uses, directly or not, a value of ``node``."""
+        if not targets:
+            return False
+        last = max(self.order[t] for t in targets)
+        stack, seen = [node], {node}
+        while stack:
+            for v in self.tensor_outputs(stack.pop()):
+                for u in self.users.get(v, ()):
+                    if u in targets:
+                        return True
+                    if u not in seen and self.order[u] < last:
+                        seen.add(u)
+                        stack.append(u)
+        return False
 
-def _is_tensor(opd: Operand) -> bool:
-    """False for SymInt/SymFloat values, constants and None placeholders."""
-    return not (opd.meta.get("none") or "expr" in opd.meta or "const" in opd.meta)
+    def terminals(self, nodes: list[str]) -> list[str]:
+        """Tensor values of ``nodes`` from which no other of ``nodes`` is reached, program order
+        (values nothing reads — batch norm's unused statistics — are no layer's result)."""
+        inside = set(nodes)
+        out = []
+        for n in sorted(inside, key=self.order.__getitem__):
+            if not self.reaches(n, inside - {n}):
+                out.extend(v for v in self.tensor_outputs(n) if self.users.get(v))
+        return out
 
-
-def _sinks(nodes: list[str], idx: _AtenIndex) -> list[str]:
-    """Tensor values of ``nodes`` not consumed by another node of ``nodes``, last node first."""
-    inside = set(nodes)
-    out: list[str] = []
-    for n in sorted(nodes, key=lambda n: idx.order[n], reverse=True):
-        for v in idx.tensor_outputs(n):
-            if not (idx.users.get(v, set()) & (inside - {n})):
-                out.append(v)
-    return out
+    def computed_from(self, value: str, frontier: set[str], allowed: set[str], assigned: set[str]) -> bool:
+        """Whether ``value`` is computed from the ``frontier`` values by ``allowed`` nodes, nodes
+        no layer claims, data movement and constants only."""
+        if value in frontier:
+            return True
+        fronts = [self.order[self.producer[f]] for f in frontier if f in self.producer]
+        floor = min(fronts) if fronts else 0
+        stack, seen = [self.producer.get(value)], set()
+        while stack:
+            n = stack.pop()
+            if n is None:
+                return False
+            if n in seen or n not in self.dynamic:
+                continue
+            seen.add(n)
+            op = self.ops[n]
+            if op.type == "pnnx.Input" or self.order[n] < floor:
+                return False  # reaches back past the layer's inputs
+            if n not in allowed and n in assigned and op.type not in DATA_MOVEMENT:
+                return False  # another layer's computation
+            for i in op.inputs:
+                if _is_tensor(i) and i.name not in frontier:
+                    stack.append(self.producer.get(i.name))
+        return True
 
 
 def _downstream_layers(opd: Operand) -> list[Operator]:
@@ -110,49 +192,154 @@ def _downstream_layers(opd: Operand) -> list[Operator]:
     return out
 
 
+def _named_terminal(blob: str, terminals: list[str]) -> str | None:
+    """The terminal the blob is named after: itself, else the longest ``<terminal>_`` prefix."""
+    if blob in terminals:
+        return blob
+    prefixed = [t for t in terminals if blob.startswith(t + "_")]
+    return max(prefixed, key=len) if prefixed else None
+
+
+def _same_shape(a, b) -> bool:
+    return a is not None and b is not None and len(a) == len(b) and all(str(x) == str(y) for x, y in zip(a, b))
+
+
+def _squeezed(shape) -> list[str]:
+    return [str(d) for d in shape if str(d) != "1"]
+
+
+def _layout(opd: Operand, value: str, idx: _AtenIndex) -> tuple[ValueRef | None, str]:
+    """The layout of ``opd`` holding ATen ``value`` as a partial :class:`ValueRef` (``dims``,
+    ``batch``, ``checked``), or (None, why) when its shape says it holds the value in another
+    order (see the module docstring)."""
+    note = opd.meta.get(LAYOUT_KEY)
+    note = note if isinstance(note, dict) and note.get("value") == value else {}
+    dims = tuple(int(d) for d in note["dims"]) if note.get("dims") is not None else None
+    aten = idx.values.get(value)
+    shape = None if aten is None or aten.shape is None else list(aten.shape)
+    if shape is not None and dims is not None:
+        shape = [shape[d] for d in dims] if sorted(dims) == list(range(len(shape))) else None
+    own = note.get("view_of", opd.shape)  # a pass that only re-shaped it records the shape before
+    if shape is None or own is None:
+        return ValueRef(value, value, "", dims, None, False), ""
+    if _squeezed(own) != _squeezed(shape):
+        return None, (f"holds {value} in another layout (shape {[str(d) for d in own]}, PyTorch's "
+                      f"{[str(d) for d in shape]}{f' permuted {list(dims)}' if dims else ''})")
+    batch = batch_dim(opd) if "view_of" not in note and _same_shape(opd.shape, shape) else None
+    return ValueRef(value, value, "", dims, batch, True), ""
+
+
+class _Mapper:
+    """One :func:`map_blobs` run."""
+
+    def __init__(self, ncnn: Graph, aten: Graph):
+        self.idx = _AtenIndex(aten)
+        self.refs: dict[str, ValueRef] = {}
+        self.unmapped: dict[str, str] = {}
+        self.assigned = {n for op in ncnn.ops for n in op.provenance.nodes}
+        # the k-th output blob is the program's k-th output (the name recorded beside the blob is
+        # the operand's, which a fusion may have replaced: conv + relu keeps the conv's name)
+        metas = ncnn.meta.get("outputs", [])
+        names = self.idx.outputs if len(self.idx.outputs) == len(metas) else [d["name"] for d in metas]
+        self.outputs = {d["blob"]: name for d, name in zip(metas, names)}
+        for d in ncnn.meta.get("inputs", []):
+            self.refs[d["blob"]] = ValueRef(d["name"], d["name"], "input")
+
+    def ref(self, opd: Operand, value: str, how: str) -> ValueRef | None:
+        """The reference (None, with the reason in ``unmapped``, when the layout differs)."""
+        layout, why = _layout(opd, value, self.idx)
+        if layout is None:
+            self.unmapped[opd.name] = why
+            return None
+        return replace(layout, node=self.idx.producer.get(value, value), how=how)
+
+    def set_ref(self, opd: Operand, value: str, how: str) -> None:
+        ref = self.ref(opd, value, how)
+        if ref is not None:
+            self.refs[opd.name] = ref
+
+    def region(self, op: Operator) -> tuple[set[str], set[str]] | None:
+        """(values the layer's computation starts from, ATen nodes it may use): through inputs
+        without a counterpart to the layers producing them. None past :data:`MAX_REGION`."""
+        frontier: set[str] = set()
+        allowed = set(op.provenance.nodes)
+        stack, seen, layers = list(op.inputs), set(), 0
+        while stack:
+            b = stack.pop()
+            if b.name in seen:
+                continue
+            seen.add(b.name)
+            ref = self.refs.get(b.name)
+            if ref is not None:
+                frontier.add(ref.value)
+                continue
+            p = b.producer
+            if p is None or p.type in INPUT_TYPES or layers >= MAX_REGION:
+                return None
+            layers += 1
+            allowed.update(p.provenance.nodes)
+            stack.extend(p.inputs)
+        return frontier, allowed
+
+    def layer(self, op: Operator) -> None:
+        idx = self.idx
+        nodes = [n for n in op.provenance.nodes if n in idx.order]
+        terminals = idx.terminals(nodes)
+        region = None
+        for o in op.outputs:
+            if o.name in self.outputs:
+                self.set_ref(o, self.outputs[o.name], "output")
+                continue
+            note = o.meta.get(LAYOUT_KEY)
+            if isinstance(note, dict) and note.get("value") in idx.producer:
+                value, how = note["value"], "layout"  # a pass re-laid it out and said which value
+            else:
+                value = _named_terminal(o.name, terminals)
+                how = "name" if value == o.name else "provenance"
+            if value is None and len(op.outputs) == 1 and terminals:
+                value = terminals[-1]
+            if value is None and not nodes and o.name in idx.producer:
+                value, how = o.name, "name"  # no provenance (a hand-built graph): the name alone
+            if value is None:
+                self.unmapped[o.name] = ("no ATen value in the layer's provenance" if not terminals else
+                                         "an output of a multi-output layer named after none of its values")
+                continue
+            node = idx.producer[value]
+            if nodes and any(node in c.provenance.nodes for c in _downstream_layers(o)):
+                self.unmapped[o.name] = f"intermediate of {node}, lowered to several layers"
+                continue
+            if nodes:
+                region = region or self.region(op)
+                if region is None or not idx.computed_from(value, region[0], region[1], self.assigned):
+                    self.unmapped[o.name] = (f"holds no value of PyTorch's program: the layer does not compute "
+                                             f"{value} from its inputs (moved or re-laid out by a pass)")
+                    continue
+            self.set_ref(o, value, how)
+
+    def run(self, ncnn: Graph) -> BlobMap:
+        for op in ncnn.ops:
+            if op.type in INPUT_TYPES:
+                for o in op.outputs:
+                    if o.name in self.refs:
+                        self.set_ref(o, self.refs.pop(o.name).value, "input")
+                    else:
+                        self.unmapped[o.name] = "model input not named in the graph"
+            elif op.type == SPLIT and op.inputs:
+                src = op.inputs[0].name
+                for o in op.outputs:
+                    if src in self.refs:
+                        self.refs[o.name] = replace(self.refs[src], how="split")
+                    else:
+                        self.unmapped[o.name] = self.unmapped.get(src, "split of a blob without counterpart")
+            else:
+                self.layer(op)
+        return BlobMap(self.refs, self.unmapped)
+
+
 def map_blobs(ncnn: Graph, aten: Graph) -> BlobMap:
     """Map every blob of ``ncnn`` (a graph from this converter, with provenance) to the ATen
-    value of ``aten`` it holds."""
-    idx = _AtenIndex(aten)
-    refs: dict[str, ValueRef] = {}
-    unmapped: dict[str, str] = {}
-    outputs = {d["blob"]: d["name"] for d in ncnn.meta.get("outputs", [])}
-    for d in ncnn.meta.get("inputs", []):
-        refs[d["blob"]] = ValueRef(d["name"], d["name"], "input")
-    for op in ncnn.ops:
-        if op.type in INPUT_TYPES:
-            for o in op.outputs:
-                if o.name not in refs:
-                    unmapped[o.name] = "model input not named in the graph"
-            continue
-        if op.type == SPLIT and op.inputs:
-            src = op.inputs[0].name
-            for o in op.outputs:
-                if src in refs:
-                    refs[o.name] = replace(refs[src], how="split")
-                else:
-                    unmapped[o.name] = unmapped.get(src, "split of a blob without counterpart")
-            continue
-        nodes = [n for n in op.provenance.nodes if n in idx.order]
-        sinks = _sinks(nodes, idx)
-        for k, o in enumerate(op.outputs):
-            if o.name in outputs:
-                value = outputs[o.name]
-                refs[o.name] = ValueRef(value, idx.producer.get(value, value), "output")
-                continue
-            if o.name in idx.producer and (o.name in sinks or not nodes):
-                refs[o.name] = ValueRef(o.name, idx.producer[o.name], "name")
-            elif sinks:
-                value = sinks[k] if 1 < len(op.outputs) <= len(sinks) else sinks[0]
-                refs[o.name] = ValueRef(value, idx.producer[value], "provenance")
-            else:
-                unmapped[o.name] = "no ATen value in the layer's provenance"
-                continue
-            node = refs[o.name].node
-            if any(node in c.provenance.nodes for c in _downstream_layers(o)):
-                del refs[o.name]
-                unmapped[o.name] = f"intermediate of {node}, lowered to several layers"
-    return BlobMap(refs, unmapped)
+    value of ``aten`` it holds, with its layout."""
+    return _Mapper(ncnn, aten).run(ncnn)
 
 
 def _io_ref(blob: str, idx: _AtenIndex) -> ValueRef | None:
@@ -169,10 +356,10 @@ def _io_ref(blob: str, idx: _AtenIndex) -> ValueRef | None:
 
 def map_by_name(graph: Graph, reference: BlobMap | None, aten: Graph) -> BlobMap:
     """Map the blobs of a user-given ncnn graph (no provenance): a blob the reference mapping
-    (from converting the same program) knows keeps its value; a ``<blob>_split_<k>`` holds what
-    ``<blob>`` holds; ``in<k>`` / ``out<k>`` are the program's k-th user input / output (an
-    input layer's blob named otherwise is the user input of the same position); any other blob
-    named after an ATen value is that value."""
+    (from converting the same program) knows keeps its value and layout; a ``<blob>_split_<k>``
+    holds what ``<blob>`` holds; ``in<k>`` / ``out<k>`` are the program's k-th user input /
+    output (an input layer's blob named otherwise is the user input of the same position); any
+    other blob named after an ATen value is that value (layout checked when compared)."""
     idx = _AtenIndex(aten)
     refs: dict[str, ValueRef] = {}
     unmapped: dict[str, str] = {}
@@ -183,7 +370,8 @@ def map_by_name(graph: Graph, reference: BlobMap | None, aten: Graph) -> BlobMap
             if op.type in INPUT_TYPES and o.name not in known and _io_ref(o.name, idx) is None \
                     and n_inputs < len(idx.inputs):  # an input named otherwise: inputs in order
                 value = idx.inputs[n_inputs]
-                refs[o.name] = ValueRef(value, value, "input")
+                same = known.get(f"in{n_inputs}")  # the converted model's input of that position
+                refs[o.name] = same if same is not None and same.value == value else ValueRef(value, value, "input")
             elif o.name in known:
                 refs[o.name] = known[o.name]
             elif op.type == SPLIT and op.inputs and op.inputs[0].name in refs:

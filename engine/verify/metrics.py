@@ -42,13 +42,39 @@ class ErrorStats:
 
 
 def compare(got: np.ndarray, want: np.ndarray) -> ErrorStats:
-    """Compare two arrays of the same size (shapes may differ: both are flattened)."""
-    g = np.asarray(got, dtype=np.float64).ravel()
-    w = np.asarray(want, dtype=np.float64).ravel()
+    """Compare two arrays of the same size (shapes may differ: both are flattened). Runs in
+    float32 (what ncnn computes in) with float64 sums; finite data takes the fast path."""
+    g = np.asarray(got).ravel()
+    w = np.asarray(want).ravel()
     if g.size != w.size:
         raise ValueError(f"sizes differ: {g.size} vs {w.size}")
     if g.size == 0:
         return ErrorStats(0.0, 0.0, 1.0, 0.0)
+    g = g.astype(np.float32, copy=False)
+    w = w.astype(np.float32, copy=False)
+    if not (np.isfinite(g).all() and np.isfinite(w).all()):
+        return _compare_special(g.astype(np.float64), w.astype(np.float64))
+    with np.errstate(over="ignore"):
+        max_abs = float(np.abs(g - w).max())
+    if not math.isfinite(max_abs):  # float32 overflow of the difference itself
+        max_abs = float(np.abs(g.astype(np.float64) - w).max())
+    ref_max = float(max(w.max(), -w.min()))
+    max_rel = max_abs / ref_max if ref_max > 0 else max_abs
+    return ErrorStats(max_abs, max_rel, _cosine(g, w), ref_max)
+
+
+def _cosine(g: np.ndarray, w: np.ndarray) -> float:
+    dot = lambda a, b: float(np.einsum("i,i->", a, b, dtype=np.float64))  # noqa: E731
+    ng, nw = dot(g, g), dot(w, w)
+    if ng == 0.0 and nw == 0.0:
+        return 1.0
+    if ng == 0.0 or nw == 0.0:
+        return 0.0
+    return max(-1.0, min(1.0, dot(g, w) / math.sqrt(ng * nw)))
+
+
+def _compare_special(g: np.ndarray, w: np.ndarray) -> ErrorStats:
+    """:func:`compare` of arrays holding NaN or Inf (float64)."""
     same_special = (np.isnan(g) & np.isnan(w)) | (np.isinf(g) & (g == w))
     with np.errstate(invalid="ignore", over="ignore"):
         diff = np.abs(g - w)
@@ -59,12 +85,4 @@ def compare(got: np.ndarray, want: np.ndarray) -> ErrorStats:
     ref_max = float(np.abs(finite_w).max()) if finite_w.size else 0.0
     max_rel = max_abs / ref_max if ref_max > 0 else max_abs
     ok = np.isfinite(g) & np.isfinite(w)
-    gf, wf = g[ok], w[ok]
-    ng, nw = float(np.linalg.norm(gf)), float(np.linalg.norm(wf))
-    if ng == 0.0 and nw == 0.0:
-        cosine = 1.0
-    elif ng == 0.0 or nw == 0.0:
-        cosine = 0.0
-    else:
-        cosine = float(np.dot(gf, wf) / (ng * nw))
-    return ErrorStats(max_abs, max_rel, cosine, ref_max)
+    return ErrorStats(max_abs, max_rel, _cosine(g[ok], w[ok]), ref_max)

@@ -14,9 +14,11 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 
+from . import custom_layers
 from .errors import VerifyError, require
 
 log = logging.getLogger(__name__)
@@ -43,12 +45,18 @@ def _mat(ncnn, arr: np.ndarray):
 
 
 class NcnnModel:
-    """One loaded ncnn model (``.param`` + ``.bin``)."""
+    """One loaded ncnn model (``.param`` + ``.bin``). ``custom``: the model's plug-in custom
+    layers, in file order (see :mod:`.custom_layers`)."""
 
-    def __init__(self, param: str | os.PathLike, bin_path: str | os.PathLike):
+    def __init__(self, param: str | os.PathLike, bin_path: str | os.PathLike, custom: Sequence = ()):
         ncnn = require("ncnn")
         self._ncnn = ncnn
-        net = ncnn.Net()
+        self._host = None
+        if custom:
+            self._host = custom_layers.acquire(custom)
+            net = self._host.net
+        else:
+            net = ncnn.Net()
         opt = net.opt
         opt.use_vulkan_compute = False
         opt.use_fp16_storage = opt.use_fp16_arithmetic = opt.use_fp16_packed = False
@@ -56,11 +64,22 @@ class NcnnModel:
         opt.use_packing_layout = False
         opt.lightmode = False
         opt.num_threads = 1
-        if net.load_param(os.fspath(param)) != 0:
-            raise VerifyError(f"{param}: the ncnn runtime refused the param file")
-        if net.load_model(os.fspath(bin_path)) != 0:
-            raise VerifyError(f"{bin_path}: the ncnn runtime refused the weights file")
         self.net = net
+        try:
+            if net.load_param(os.fspath(param)) != 0:
+                raise VerifyError(f"{param}: the ncnn runtime refused the param file")
+            if net.load_model(os.fspath(bin_path)) != 0:
+                raise VerifyError(f"{bin_path}: the ncnn runtime refused the weights file")
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """Free the model (a net hosting custom layers goes back to its pool)."""
+        if self._host is not None:
+            custom_layers.release(self._host)
+            self._host = None
+        self.net = None
 
     def run(self, feeds: dict[str, np.ndarray], wanted: list[str]) -> dict[str, np.ndarray | BlobFailure]:
         """Set ``feeds`` (blob → array in ncnn layout, batch axis dropped), extract ``wanted``.
@@ -74,7 +93,8 @@ class NcnnModel:
         for blob in wanted:
             ret, mat = ex.extract(blob)
             if ret != 0:
-                out[blob] = BlobFailure(ret, f"ncnn failed to compute {blob} (error {ret})")
+                why = self._host.take_error() if self._host is not None else None
+                out[blob] = BlobFailure(ret, f"ncnn failed to compute {blob} (error {ret})" + (f": {why}" if why else ""))
             else:
-                out[blob] = np.array(mat).copy()
+                out[blob] = np.array(mat)  # a copy: the Mat dies with the extractor
         return out

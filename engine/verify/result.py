@@ -141,12 +141,21 @@ class VerifyResult:
     ncnn_files: tuple[str, str] | None = None  #: user-given (param, bin), None when converted here
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    #: how PyTorch ran the program: ``direct`` (from the decoded graph) or ``torch.export.load``
+    torch_runner: str = ""
     _by_name: dict[str, LayerRecord] | None = field(default=None, repr=False, compare=False)
 
     @property
-    def ok(self) -> bool:
+    def outputs_ok(self) -> bool:
         """Every model output within tolerance."""
         return bool(self.outputs) and all(o.ok for o in self.outputs)
+
+    @property
+    def ok(self) -> bool:
+        """The verdict (``pt2ncnn verify`` exits 0 exactly then): every model output within
+        tolerance and no layer wrong by itself — a layer blamed while the outputs still pass
+        (its error masked downstream) is still a wrong conversion."""
+        return self.outputs_ok and self.first_divergent is None
 
     @property
     def first_divergent(self) -> LayerRecord | None:
@@ -173,6 +182,7 @@ class VerifyResult:
         fb = self.first_beyond_tolerance
         return {
             "ok": self.ok,
+            "outputs_ok": self.outputs_ok,
             "atol": self.atol,
             "rtol": self.rtol,
             "fp16": self.fp16,
@@ -182,5 +192,6 @@ class VerifyResult:
             "first_divergent": fd.to_dict() if fd else None,
             "first_beyond_tolerance": fb.layer if fb else None,
             "notes": list(self.notes),
+            "torch_runner": self.torch_runner,
             "seconds": round(self.seconds, 6),
         }

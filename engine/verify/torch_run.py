@@ -30,19 +30,22 @@ class TorchValues:
     values: dict[str, np.ndarray]
     outputs: list[str]  #: the user outputs' value names, in order
     seconds: float = 0.0
+    runner: str = "torch.export.load"  #: or ``direct`` (:mod:`.torch_direct`)
 
 
-def vet_for_torch(path: str | os.PathLike) -> None:
+def vet_for_torch(path: str | os.PathLike, package=None) -> None:
     """Refuse a package ``torch.export.load`` must not see. PyTorch unpickles weights and
     constants stored as pickles (``torch.load(weights_only=False)``), custom and opaque objects
     (TorchScript's unpickler, ``pickle.loads``) and the sample inputs (falling back to
     ``weights_only=False``) — a crafted file runs code there. So every pickle it would load must
     first pass this reader's restricted unpickler, and payloads this reader never decodes
     (custom / opaque objects, tensor subclasses) are not handed over at all."""
+    from contextlib import nullcontext
+
     from ..reader.package import load
 
     try:
-        with load(path) as pkg:
+        with (nullcontext(package) if package is not None else load(path)) as pkg:
             for ep in pkg.models.values():
                 for e in ep.tensors.entries() + ep.tensors.objects():
                     if not e.readable:
@@ -72,14 +75,16 @@ def load_program(path: str | os.PathLike, model: str | None = None):
         raise VerifyError(f"{path}: PyTorch cannot load the program: {type(e).__name__}: {e}") from None
 
 
-def _to_numpy(t) -> np.ndarray:
+def to_numpy(t) -> np.ndarray:
+    """A contiguous numpy copy of tensor ``t`` (one copy: a later in-place op must not change it)."""
     torch = require("torch")
     t = t.detach()
     if t.dtype in (torch.bfloat16,) or getattr(t.dtype, "itemsize", 4) == 1 and t.dtype.is_floating_point:
         t = t.float()
     if t.is_complex():
-        return t.resolve_conj().numpy().copy()
-    return t.contiguous().numpy().copy()
+        t = t.resolve_conj()
+    a = t.numpy()
+    return a.copy() if a.flags.c_contiguous else np.ascontiguousarray(a)
 
 
 def _flat_args(ep, inputs: ModelInputs) -> list:
@@ -126,7 +131,7 @@ def run_program(ep, inputs: ModelInputs, *, keep: Collection[str] | None = None,
             check_cancel(cancel, f"at PyTorch node {n.name}")
             out = super().run_node(n)
             if isinstance(out, torch.Tensor) and n.op != "output" and (wanted is None or n.name in wanted):
-                values[n.name] = _to_numpy(out)
+                values[n.name] = to_numpy(out)
             return out
 
     t0 = time.perf_counter()
@@ -139,3 +144,20 @@ def run_program(ep, inputs: ModelInputs, *, keep: Collection[str] | None = None,
     except Exception as e:
         raise VerifyError(f"PyTorch failed to run the program: {type(e).__name__}: {e}") from None
     return TorchValues(values, outputs, time.perf_counter() - t0)
+
+
+def run_torch(path: str | os.PathLike, ep, inputs: ModelInputs, *, model: str | None = None,
+              keep: Collection[str] | None = None, cancel: Callable[[], bool] | None = None) -> TorchValues:
+    """Run the program of the engine ExportedProgram ``ep`` (read from ``path``) in PyTorch:
+    straight from the decoded graph when it is plain ATen (:func:`.torch_direct.run_direct`),
+    else through ``torch.export.load`` (:func:`load_program`, :func:`run_program`)."""
+    from .torch_direct import Unsupported, run_direct
+
+    vet_for_torch(path, ep.package)  # the same refusals either way: a package is run whole or not at all
+    try:
+        tv = run_direct(ep, inputs, keep=keep, cancel=cancel)
+        tv.runner = "direct"
+        return tv
+    except Unsupported as e:
+        log.info("running %s through torch.export.load: %s", path, e)
+    return run_program(load_program(path, model), inputs, keep=keep, cancel=cancel)

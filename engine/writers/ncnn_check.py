@@ -1,7 +1,9 @@
 """Checks that an IR graph in the ncnn vocabulary can be written as an ncnn model.
 
 Every problem names the layer (and blob / param / weight) and the reason; the writer refuses
-to write while there is any. Checked: layer types known to the runtime; layers in dependency
+to write while there is any. Checked: layer types known to the runtime (or a plug-in's declared
+custom layer, ``meta["plugin_layer"]``; an unconverted op written with ``--partial``,
+``meta["custom_layer"]``, is a bare layer line); layers in dependency
 order; every blob produced once and consumed at most once (a blob used more than once needs a
 ``Split`` layer — the ``insert_split`` pass adds them); unique layer and blob names without
 whitespace, at most 255 bytes; params known for the layer type and of the right kind; weights
@@ -79,10 +81,31 @@ def check_structure(layers: list[Operator]) -> list[str]:
     return problems
 
 
+def _check_custom(op: Operator) -> list[str]:
+    """A plug-in's custom layer: params are ids 0..31 with int / float / string / array values;
+    weights are numeric."""
+    from .ncnn_param import MAX_PARAM_ID
+
+    problems = []
+    for k, v in op.params.items():
+        if not isinstance(k, int) or isinstance(k, bool) or not 0 <= k <= MAX_PARAM_ID:
+            problems.append(f"custom layer {op.name!r} ({op.type}): param key {k!r} is not an id 0..{MAX_PARAM_ID}")
+        elif not isinstance(v, (int, float, str, list, tuple)) or isinstance(v, (list, tuple)) and not all(
+                isinstance(x, (int, float)) and not isinstance(x, bool) for x in v):
+            problems.append(f"custom layer {op.name!r} ({op.type}): param {k}={v!r} is not an int, float, string "
+                            "or list of numbers")
+    for key, attr in op.attrs.items():
+        if attr.dtype in ("bool", "c64", "c128", "c32"):
+            problems.append(f"custom layer {op.name!r}: weight {key!r} has dtype {attr.dtype}, not storable")
+    return problems
+
+
 def check_layer(op: Operator) -> list[str]:
     """Params and weights of one layer."""
     if op.meta.get("custom_layer"):  # a placeholder for an unconverted op (partial output)
         return []
+    if op.meta.get("plugin_layer"):
+        return _check_custom(op)
     try:
         spec = L.get_spec(op.type)
     except L.LayerSpecError as e:

@@ -2,7 +2,8 @@
 
 The graph is checked first (:mod:`.ncnn_check`); nothing is written while there is a problem.
 Both files are written atomically together (:mod:`.atomic`). Weights go to the .bin in layer
-order and, per layer, in the order the layer loads them (the order of ``Operator.attrs``);
+order and, per layer, in the order the layer loads them (the order of ``Operator.attrs``; a
+custom layer's raw, float32 or int32);
 weights the runtime loads tagged are stored fp16 when ``fp16`` (pnnx's default), fp32
 otherwise; raw weights are always fp32 (see :mod:`.ncnn_bin`). Weight data is read (and a
 lazy :class:`engine.ir.Attribute` loaded) one weight at a time.
@@ -46,6 +47,15 @@ def nonfinite_reason(key: str, data: np.ndarray, fp16: bool) -> str | None:
 
 
 @dataclass(frozen=True)
+class _RawWeight:
+    tagged: bool = False
+
+
+#: how a custom layer's weights are stored: raw float32 (int32 for integers), no tag
+_RAW = _RawWeight()
+
+
+@dataclass(frozen=True)
 class NcnnWriteResult:
     layers: int
     blobs: int
@@ -64,8 +74,8 @@ def param_text(graph: Graph) -> str:
         if op.meta.get("custom_layer"):  # unconverted op written for a custom ncnn layer: no params
             lines.append(format_layer(op.type, op.name, [i.name for i in op.inputs], [o.name for o in op.outputs], []))
             continue
-        spec = L.get_spec(op.type)
-        kinds = kinds_for(op.params, {p.id: p.kind for p in spec.params})
+        plugin = op.meta.get("plugin_layer")  # a plug-in's custom layer: params as given, kinds by value
+        kinds = kinds_for(op.params, {} if plugin else {p.id: p.kind for p in L.get_spec(op.type).params})
         params = [format_value(k, kinds[k], op.params[k]) for k in sorted(op.params)]
         lines.append(format_layer(op.type, op.name, [i.name for i in op.inputs], [o.name for o in op.outputs], params))
     return "\n".join(lines) + "\n"
@@ -90,7 +100,8 @@ def write_ncnn(graph: Graph, param_path: str | os.PathLike, bin_path: str | os.P
         pf.write(text)
         for k, op in enumerate(layers):
             if op.attrs and not op.meta.get("custom_layer"):
-                want = L.expected_weights(op.type, op.params)
+                want = ([_RAW] * len(op.attrs) if op.meta.get("plugin_layer") else
+                        L.expected_weights(op.type, op.params))
                 for (key, attr), w in zip(op.attrs.items(), want):
                     data = np.asarray(attr.data)
                     reason = nonfinite_reason(key, data, fp16 and w.tagged) if warn is not None else None

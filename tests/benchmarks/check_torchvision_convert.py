@@ -41,34 +41,43 @@ FAMILIES = {"classification": ("models", "classification model", lambda name: (1
                       if name in ("r3d_18", "mc3_18", "r2plus1d_18") else (1, 3, 16, 224, 224))}
 
 
-def one(name: str, dialect: str, work: Path, family: str = "classification") -> dict:
-    """Build, export, convert and compare one model (runs in a child process)."""
-    import numpy as np
+def export_model(name: str, dialect: str, work: Path, family: str = "classification"):
+    """Build torchvision model ``name`` (seeded, calibrated), export it on a seeded input and
+    save ``work/<name>.pt2``: (path, input, PyTorch's output). Raises what torch raises."""
     import torch
     import torchvision
 
-    from engine.convert import ConvertOptions, convert
     from tests.benchmarks.convert_zoo import calibrate_batchnorm, make_numerics_meaningful
-    from tests.ncnn_runtime import run
 
     shape = FAMILIES[family][2](name)
+    torch.manual_seed(0)
+    model = torchvision.models.get_model(name, weights=None, **KWARGS.get(name, {}))
+    make_numerics_meaningful(model)
+    calibrate_batchnorm(model, shape=shape, batch_size=2 if family == "video" else 4)
+    model.eval()
+    x = torch.randn(*shape, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        want = model(x).numpy()
+    ep = torch.export.export(model, (x,))
+    if dialect == "core":
+        ep = ep.run_decompositions()
+    path = work / f"{name}.pt2"
+    torch.export.save(ep, str(path))
+    del model, ep
+    return path, x, want
+
+
+def one(name: str, dialect: str, work: Path, family: str = "classification") -> dict:
+    """Build, export, convert and compare one model (runs in a child process)."""
+    import numpy as np
+
+    from engine.convert import ConvertOptions, convert
+    from tests.ncnn_runtime import run
+
     rec: dict = {"model": name}
     t0 = time.perf_counter()
     try:
-        torch.manual_seed(0)
-        model = torchvision.models.get_model(name, weights=None, **KWARGS.get(name, {}))
-        make_numerics_meaningful(model)
-        calibrate_batchnorm(model, shape=shape, batch_size=2 if family == "video" else 4)
-        model.eval()
-        x = torch.randn(*shape, generator=torch.Generator().manual_seed(1))
-        with torch.no_grad():
-            want = model(x).numpy()
-        ep = torch.export.export(model, (x,))
-        if dialect == "core":
-            ep = ep.run_decompositions()
-        path = work / f"{name}.pt2"
-        torch.export.save(ep, str(path))
-        del model, ep
+        path, x, want = export_model(name, dialect, work, family)
     except Exception as e:  # torch's export, not our conversion
         return rec | {"status": "export failed", "detail": f"{type(e).__name__}: {str(e)[:160]}"}
     rec["export_s"] = round(time.perf_counter() - t0, 1)
@@ -91,6 +100,39 @@ def one(name: str, dialect: str, work: Path, family: str = "classification") -> 
     return rec
 
 
+def run_children(script: Path, names: list[str], extra: list[str], timeout: int, row) -> list[dict]:
+    """Run ``script --one NAME ... --work DIR`` for each model in its own process (a crash or a
+    memory peak stays there); its last JSON line is the model's record. Prints ``row(record)``
+    as each finishes."""
+    rows = []
+    with tempfile.TemporaryDirectory(prefix=f"{script.stem}_") as work:
+        for k, name in enumerate(names, 1):
+            t0 = time.time()
+            cmd = [sys.executable, str(script), "--one", name, *extra, "--work", work]
+            try:
+                r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=timeout)
+                lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
+                rec = json.loads(lines[-1]) if r.returncode == 0 and lines else {
+                    "model": name, "status": "crashed",
+                    "detail": f"exit {r.returncode}: " + (r.stderr.strip().splitlines() or [""])[-1][:200]}
+            except subprocess.TimeoutExpired:
+                rec = {"model": name, "status": "crashed", "detail": f"over {timeout} s"}
+            for f in Path(work).iterdir():
+                f.unlink()
+            rows.append(rec)
+            print(f"[{k}/{len(names)} {time.time() - t0:.0f}s] {row(rec)}", flush=True)
+    return rows
+
+
+def store_rows(store: Path, rows: list[dict], *, subset: bool) -> list[dict]:
+    """Save the records as JSON; a subset re-run replaces its models' rows of the last full run."""
+    if subset and store.exists():
+        fresh = {r["model"]: r for r in rows}
+        rows = [fresh.pop(r["model"], r) for r in json.loads(store.read_text())] + list(fresh.values())
+    store.write_text(json.dumps(rows, indent=1) + "\n")
+    return rows
+
+
 def _row(r: dict) -> str:
     err = f"{r['rel_err']:.1e}" if "rel_err" in r else "—"
     mark = {"match": "✅", "mismatch": "❌ mismatch", "unconverted": "❌ not converted",
@@ -102,8 +144,8 @@ def _row(r: dict) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--models", default="", help="comma-separated names (default: all models of the family)")
-    ap.add_argument("--dialect", choices=("training", "core"), default="training")
     ap.add_argument("--family", choices=tuple(FAMILIES), default="classification")
+    ap.add_argument("--dialect", choices=("training", "core"), default="training")
     ap.add_argument("--one", help=argparse.SUPPRESS)
     ap.add_argument("--work", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--timeout", type=int, default=900, help="seconds per model")
@@ -118,32 +160,12 @@ def main() -> int:
     module_name, title, _ = FAMILIES[args.family]
     module = importlib.import_module(f"torchvision.{module_name}")
     names = args.models.split(",") if args.models else sorted(torchvision.models.list_models(module=module))
-    rows = []
-    with tempfile.TemporaryDirectory(prefix="tv_convert_") as work:
-        for k, name in enumerate(names, 1):
-            t0 = time.time()
-            cmd = [sys.executable, __file__, "--one", name, "--dialect", args.dialect, "--family", args.family,
-                   "--work", work]
-            try:
-                r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=args.timeout)
-                lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
-                rec = json.loads(lines[-1]) if r.returncode == 0 and lines else {
-                    "model": name, "status": "crashed",
-                    "detail": f"exit {r.returncode}: " + (r.stderr.strip().splitlines() or [""])[-1][:200]}
-            except subprocess.TimeoutExpired:
-                rec = {"model": name, "status": "crashed", "detail": f"over {args.timeout} s"}
-            for f in Path(work).iterdir():
-                f.unlink()
-            rows.append(rec)
-            print(f"[{k}/{len(names)} {time.time() - t0:.0f}s] {_row(rec)}", flush=True)
+    rows = run_children(Path(__file__), names, ["--dialect", args.dialect, "--family", args.family], args.timeout,
+                        _row)
     suffix = ("" if args.family == "classification" else f"_{args.family}") + (
         "" if args.dialect == "training" else "_core")
     out = RESULTS / f"torchvision_convert{suffix}.md"
-    store = out.with_suffix(".json")
-    if args.models and store.exists():  # a subset re-run updates its rows of the last full run
-        fresh = {r["model"]: r for r in rows}
-        rows = [fresh.pop(r["model"], r) for r in json.loads(store.read_text())] + list(fresh.values())
-    store.write_text(json.dumps(rows, indent=1) + "\n")
+    rows = store_rows(out.with_suffix(".json"), rows, subset=bool(args.models))
     exported = [r for r in rows if r["status"] != "export failed"]
     matched = [r for r in exported if r["status"] == "match"]
     import torch

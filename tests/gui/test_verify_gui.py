@@ -272,7 +272,9 @@ def test_without_ncnn_verify_says_what_to_install_and_the_rest_works(window, cnn
     assert window.verifier.run is None
     title, message = window.reporter.history[-1]
     assert title == "Verify needs torch and ncnn"
-    assert "torch and ncnn" in message and "pip install 'pt2ncnn[verify]'" in message and "ncnn is not" in message
+    assert "torch and ncnn" in message and "ncnn is not" in message
+    assert "pip install ncnn torch==2.13.0 --extra-index-url https://download.pytorch.org/whl/cpu" in message
+    assert "pt2ncnn[verify]" not in message  # that would pull torch's CUDA build
     assert "Traceback" not in message
     assert "pip install" in window.verify_panel.summary.text()
     assert window.right_panel.scene.tints == {} and window.aten_panel.scene.tints == {}
@@ -283,3 +285,24 @@ def test_without_ncnn_verify_says_what_to_install_and_the_rest_works(window, cnn
     window.export_to(str(tmp_path / "cnn.ncnn.param"))
     assert window.wait_settled()
     assert (tmp_path / "cnn.ncnn.param").exists() and (tmp_path / "cnn.ncnn.bin").exists()
+
+
+def test_headline_and_cli_agree_when_the_model_masks_a_wrong_layer(window, tmp_path):
+    """A plug-in mis-lowers a relu whose error a clamp hides from the output: the CLI exits 1
+    naming the layer, and the Studio's headline (status bar and Verify panel) names the same
+    layer as wrong — never "every output within tolerance"."""
+    from engine.cli.main import main
+    from tests.engine.verify.models import Clamped
+
+    torch.manual_seed(0)
+    pt2 = export(Clamped(), [torch.randn(1, 3, 8, 8)], tmp_path / "clamped.pt2")
+    plugin = write_plugin(tmp_path / "p.py", RELU_AS_SIGMOID.replace(BROKEN_RELU, "relu"))
+    assert main(["verify", str(pt2), "--fp16", "0", "--converters", str(plugin)]) == 1
+    open_model(window, pt2)
+    _convert_with_plugin(window, plugin)
+    _run_verify(window)
+    r = window.verifier.run.result
+    assert r.outputs_ok and not r.ok and r.first_divergent.layer == "conv2d"
+    assert "first divergent layer conv2d (Convolution)" in window.status_label.text()
+    summary = window.verify_panel.summary.text()
+    assert "First divergent layer" in summary and "conv2d" in summary and "Every output within" not in summary

@@ -117,3 +117,67 @@ SHIFTED_PADDING = f'''
         layer.params.update(make_params(layer.type, pad_left=2, pad_right=0, pad_top=2, pad_bottom=0))
         return out
 '''
+
+
+# --------------------------------------------------------------------------- layouts
+class QKVAttention(nn.Module):
+    """Swin-style attention: one linear makes q, k, v, split by ``qkv[0], qkv[1], qkv[2]`` (one
+    ncnn Slice with three outputs), an additive bias keeps it from fusing into one layer."""
+
+    def __init__(self, c: int = 32, heads: int = 4, n: int = 10):
+        super().__init__()
+        self.heads = heads
+        self.qkv, self.proj = nn.Linear(c, 3 * c), nn.Linear(c, c)
+        self.bias = nn.Parameter(torch.randn(heads, n, n))
+
+    def forward(self, x):
+        b, n, c = x.shape
+        qkv = self.qkv(x).reshape(b, n, 3, self.heads, c // self.heads).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv[0], qkv[1], qkv[2]
+        a = torch.tanh(q) @ k.transpose(-2, -1) + self.bias
+        return self.proj((a.softmax(-1) @ (v * 2)).transpose(1, 2).reshape(b, n, c))
+
+
+class ChannelsLastMLP(nn.Module):
+    """A ConvNeXt block: depthwise conv, permute to channels-last, LayerNorm, Linear, GELU,
+    Linear, permute back, layer scale (after the permute like torchvision, or ``inside`` it
+    like timm), residual. The converter runs the MLP channels-first."""
+
+    def __init__(self, c: int = 16, inside: bool = False):
+        super().__init__()
+        self.dw = nn.Conv2d(c, c, 7, padding=3, groups=c)
+        self.ln = nn.LayerNorm(c)
+        self.fc1, self.fc2 = nn.Linear(c, 4 * c), nn.Linear(4 * c, c)
+        self.inside = inside
+        self.gamma = nn.Parameter(torch.rand(c) + 0.5 if inside else torch.rand(c, 1, 1) + 0.5)
+
+    def forward(self, x):
+        y = self.fc2(nn.functional.gelu(self.fc1(self.ln(self.dw(x).permute(0, 2, 3, 1)))))
+        y = (y * self.gamma).permute(0, 3, 1, 2) if self.inside else self.gamma * y.permute(0, 3, 1, 2)
+        return x + y
+
+
+class BatchInside(nn.Module):
+    """Moves the batch axis of a (B, T, C) input to dim 1 (``transpose``) or dim 2
+    (``permute``) before working on it."""
+
+    def __init__(self, where: int):
+        super().__init__()
+        self.where = where
+        self.fc = nn.Linear(8, 6)
+
+    def forward(self, x):
+        if self.where == 1:
+            return torch.relu(self.fc(x.transpose(0, 1))).sum(0) * 2  # (T, B, 6) → (B, 6)
+        return torch.sigmoid(x.permute(1, 2, 0)).mean(0)  # (T, C, B) → (C, B)
+
+
+class Clamped(nn.Module):
+    """conv → relu → clamp below -100: whatever the relu computes, the output is -100."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+
+    def forward(self, x):
+        return torch.clamp(torch.relu(self.conv(x)) + 1.0, max=-100.0)

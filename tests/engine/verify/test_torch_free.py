@@ -46,4 +46,4 @@ else:
     p = _run(code)
     assert p.returncode == 0, p.stdout + p.stderr
     assert f"verify needs {missing}, which is not installed" in p.stdout
-    assert "pt2ncnn[verify]" in p.stdout
+    assert "pip install ncnn torch==2.13.0 --extra-index-url https://download.pytorch.org/whl/cpu" in p.stdout

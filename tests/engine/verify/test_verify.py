@@ -202,7 +202,7 @@ def test_result_json_document(cnn_training_pt2):
     import json
 
     d = json.loads(json.dumps(verify(cnn_training_pt2, FP32).to_dict(), allow_nan=False))
-    assert d["ok"] is True and d["first_divergent"] is None
+    assert d["ok"] is True and d["first_divergent"] is None and d["torch_runner"] == "direct"
     assert {"name", "max_abs", "max_rel"} <= set(d["outputs"][0])
     assert all({"layer", "type", "aten_nodes", "max_abs", "max_rel", "cosine"} <= set(x) for x in d["layers"])
 

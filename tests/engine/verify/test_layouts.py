@@ -1,0 +1,192 @@
+"""Verify compares each blob with its PyTorch value in the blob's own layout (real torch.export,
+real ncnn): multi-output layers (a Slice into q, k, v), values a pass re-laid out (ConvNeXt's
+channels-last MLP run channels-first, the permute moved before it), values whose batch axis is
+not dim 0. Every one of these models was reported with divergent layers while correct; each
+test also breaks one layer in the written .param and checks that it is the one named."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("ncnn")
+
+from engine.cli.main import main  # noqa: E402
+from engine.convert import ConvertOptions, convert  # noqa: E402
+from engine.verify import VerifyOptions, verify  # noqa: E402
+from engine.verify.layout import as_blob  # noqa: E402
+from engine.verify.mapping import ValueRef  # noqa: E402
+from engine.verify.result import DIVERGENT, OK  # noqa: E402
+from tests.engine.verify.models import BatchInside, ChannelsLastMLP, Clamped, QKVAttention, export  # noqa: E402
+
+FP32 = VerifyOptions(fp16=False)
+
+
+def _pt2(tmp_path, module, *shape, name="m"):
+    torch.manual_seed(0)
+    module = module.eval()
+    return export(module, [torch.randn(*shape)], tmp_path / f"{name}.pt2")
+
+
+def _ncnn_files(pt2, tmp_path):
+    result = convert(str(pt2), ConvertOptions(fp16=False))
+    assert result.ok, result.errors
+    param, bin_ = tmp_path / "m.ncnn.param", tmp_path / "m.ncnn.bin"
+    result.write(param, bin_)
+    return param, bin_
+
+
+def _edited(param, tmp_path, pattern, repl):
+    text, n = re.subn(pattern, repl, param.read_text(), count=1, flags=re.M)
+    assert n == 1, pattern
+    out = tmp_path / "edited.param"
+    out.write_text(text)
+    return out
+
+
+def _clean(r):
+    """No layer blamed, every compared layer within tolerance alone and in the whole model."""
+    assert r.ok and r.outputs_ok and r.first_divergent is None, [(x.layer, x.status, x.note) for x in r.layers]
+    for x in r.layers:
+        assert x.status in (OK, "not_compared"), (x.layer, x.status)
+        if x.own is not None:
+            assert x.own.max_rel < 1e-4 and x.max_rel < 1e-4, (x.layer, x.own, x.error)
+
+
+def test_slice_into_q_k_v_compares_each_output_with_its_own_value(tmp_path):
+    pt2 = _pt2(tmp_path, QKVAttention(), 1, 10, 32)
+    r = verify(pt2, FP32)
+    _clean(r)
+    sl = next(x for x in r.layers if x.type == "Slice" and len(x.blobs) == 3)
+    assert sl.aten_nodes == ["select", "select_1", "select_2"]
+    for b in sl.blobs:  # each output is its own select's (or nothing), never a sibling's
+        assert b.value is None or b.blob == b.value or b.blob.startswith(b.value + "_"), (b.blob, b.value)
+    selects = {b.value for x in r.layers for b in x.blobs if b.compared} & {"select", "select_1", "select_2"}
+    assert selects == {"select", "select_1", "select_2"}
+    # swap two of the Slice's outputs in the .param: the layer completing q is blamed, run with it
+    param, bin_ = _ncnn_files(pt2, tmp_path)
+    line = next(ln for ln in param.read_text().splitlines() if ln.startswith("Slice"))
+    a, b = line.split()[5:7]
+    edited = _edited(param, tmp_path, rf"^(Slice\s.*) {a} {b} ", rf"\1 {b} {a} ")
+    bad = verify(pt2, VerifyOptions(ncnn_param=edited, ncnn_bin=bin_))
+    fd = bad.first_divergent
+    assert fd is not None and fd.status == DIVERGENT and not bad.ok
+    assert sl.layer in fd.isolated_with and set(fd.aten_nodes) & {"select", "select_1"}
+    assert all(x.status == OK for x in bad.layers[:fd.index] if x.error is not None)
+
+
+@pytest.mark.parametrize("fp16", [False, True])
+def test_shifted_window_attention_block(tmp_path, fp16):
+    """Swin's block (roll, window partition, qkv head split, relative position bias, shift
+    mask): the converter merges the head split's permute of k into the transpose after it, so
+    the Slice's k output is k in another order — it has no counterpart, and the layer is not
+    blamed (it was, with cosine ~0)."""
+    from tests.engine.models.test_swin_block import SwinBlock, _randomize
+
+    pt2 = _pt2(tmp_path, _randomize(SwinBlock(shift=2)), 1, 8, 8, 16)
+    r = verify(pt2, VerifyOptions(fp16=fp16))
+    assert r.ok and r.first_divergent is None, [(x.layer, x.status) for x in r.layers if x.blamed]
+    sl = next(x for x in r.layers if x.type == "Slice" and len(x.blobs) == 3)
+    assert all(b.value is None for b in sl.blobs) and any("another layout" in b.note for b in sl.blobs)
+    assert sum(x.error is not None for x in r.layers) >= 20
+
+
+@pytest.mark.parametrize("inside", [False, True], ids=["scale_after_permute", "scale_inside"])
+def test_channels_last_mlp_run_channels_first(tmp_path, inside):
+    pt2 = _pt2(tmp_path, ChannelsLastMLP(inside=inside), 1, 16, 8, 8)
+    r = verify(pt2, FP32)
+    _clean(r)
+    assert all(x.error is not None for x in r.layers), [x.layer for x in r.layers if x.error is None]
+    # the MLP's blobs are channels-first, their ATen values channels-last: compared permuted
+    gelu = r.layer("gelu")
+    assert gelu.blobs[0].how == "layout" and gelu.blobs[0].ncnn_shape == (64, 8, 8)
+    assert gelu.blobs[0].torch_shape == (1, 8, 8, 64)
+    # the permute the converter moved before the MLP holds the LayerNorm's value channels-first
+    moved = next(x for x in r.layers if x.type == "Permute" and x.blobs[0].blob.endswith("_nchw"))
+    assert moved.blobs[0].value == "layer_norm" and moved.status == OK
+    # a GELU turned Sigmoid in the .param is the one layer blamed; the CLI exits 1
+    param, bin_ = _ncnn_files(pt2, tmp_path)
+    edited = _edited(param, tmp_path, r"^GELU(\s+)gelu\b", r"Sigmoid\1gelu")
+    bad = verify(pt2, VerifyOptions(ncnn_param=edited, ncnn_bin=bin_))
+    assert bad.first_divergent.layer == "gelu" and [x.layer for x in bad.layers if x.blamed] == ["gelu"]
+    assert main(["verify", str(pt2), "--ncnn-param", str(edited), "--ncnn-bin", str(bin_)]) == 1
+
+
+@pytest.mark.parametrize("where", [1, 2])
+def test_batch_axis_inside_the_model_is_where_the_operand_says(tmp_path, where):
+    """A batch of 2: ncnn runs the first sample; a value whose batch axis is dim 1 or 2 is
+    compared on its first sample along that dim (not along dim 0)."""
+    pt2 = _pt2(tmp_path, BatchInside(where), 2, 5, 8)
+    r = verify(pt2, FP32)
+    _clean(r)
+    assert any("batch of 2" in n for n in r.notes)
+    inner = next(x for x in r.layers if x.type in ("Gemm", "InnerProduct", "Sigmoid"))
+    assert inner.error is not None and inner.blobs[0].torch_shape[where] == 2
+    assert inner.blobs[0].ncnn_shape == tuple(s for k, s in enumerate(inner.blobs[0].torch_shape) if k != where)
+
+
+def test_a_layer_wrong_by_itself_fails_even_when_the_outputs_pass(tmp_path, capsys):
+    """The headline and the exit status agree: a blamed layer whose error the model masks
+    (a clamp) still makes the verification fail, and says so."""
+    pt2 = _pt2(tmp_path, Clamped(), 1, 3, 8, 8)
+    assert main(["verify", str(pt2), "--fp16", "0"]) == 0
+    assert "no divergent layer" in capsys.readouterr().out
+    param, bin_ = _ncnn_files(pt2, tmp_path)
+    # the relu fused into the convolution becomes a sigmoid (activation_type 1 → 4)
+    edited = _edited(param, tmp_path, r"^(Convolution\s.*) 9=1\b", r"\1 9=4")
+    assert main(["verify", str(pt2), "--ncnn-param", str(edited), "--ncnn-bin", str(bin_)]) == 1
+    out, err = capsys.readouterr()
+    assert re.search(r"^first divergent layer: conv2d \(Convolution\), divergent$", out, re.M)
+    assert "masked downstream" in out and re.search(r"\bok$", out.splitlines()[4])
+    assert err.strip().endswith("is wrong by itself, though the outputs are within tolerance")
+    r = verify(pt2, VerifyOptions(ncnn_param=edited, ncnn_bin=bin_))
+    assert r.outputs_ok and not r.ok and r.to_dict()["ok"] is False and r.to_dict()["outputs_ok"] is True
+
+
+def test_layout_of_a_value_as_its_blob():
+    v = np.arange(2 * 3 * 4, dtype=np.float32).reshape(2, 3, 4)
+    # the value's shape, size-1 dims aside: compared
+    for shape in [(2, 3, 4), (1, 2, 3, 4), (2, 1, 3, 4)]:
+        got, note, wrong = as_blob(v, ValueRef("v", "v", "name"), shape)
+        assert got is not None and not wrong and np.array_equal(got.ravel(), v.ravel()), shape
+    # another shape of the same size: the same elements may be in another order, so without the
+    # conversion's word for it (checked) it is not compared, and not blamed
+    for shape in [(6, 4), (4, 3, 2), (2, 12)]:
+        got, note, wrong = as_blob(v, ValueRef("v", "v", "name"), shape)
+        assert got is None and not wrong and "layout differs" in note, shape
+        got, _, _ = as_blob(v, ValueRef("v", "v", "name", checked=True), shape)
+        assert np.array_equal(got.ravel(), v.ravel())
+    # a recorded permutation is applied; the batch axis (here dim 1 after it) is sliced at sample 0
+    got, _, _ = as_blob(v, ValueRef("v", "v", "layout", dims=(2, 0, 1), batch=1, checked=True), (4, 3))
+    assert np.array_equal(got, v.transpose(2, 0, 1)[:, 0, :])
+    # another size: the blob cannot be this value
+    got, note, wrong = as_blob(v, ValueRef("v", "v", "name"), (5, 5))
+    assert got is None and wrong and "shape differs" in note
+
+
+def test_a_blob_whose_shape_is_not_its_values_has_no_counterpart():
+    """(4, 16, 16) is (4, 2, 16, 8) re-shaped by size but not in its order (a head split whose
+    permute a pass merged into the next layer): the mapping gives it no counterpart; with a
+    recorded permutation or re-shaping it has one."""
+    from engine.ir import Graph, Provenance
+    from engine.verify.mapping import LAYOUT_KEY, map_blobs
+
+    aten, ncnn = Graph(), Graph()
+    x = aten.new_operand("x", shape=[4, 16, 16])
+    aten.add_op("pnnx.Input", "x", [], [x], provenance=Provenance(("x",)))
+    s = aten.new_operand("select", shape=[4, 2, 16, 8])
+    aten.add_op("aten.view.default", "select", [x], [s], provenance=Provenance(("select",)))
+    aten.add_op("pnnx.Output", "out", [s], [])
+    i = ncnn.new_operand("in0", shape=[4, 16, 16])
+    ncnn.add_op("Input", "in0", [], [i])
+    blobs = {}
+    for name, meta in [("a", {}), ("b", {LAYOUT_KEY: {"value": "select", "view_of": [4, 2, 16, 8]}})]:
+        blobs[name] = ncnn.new_operand(name, shape=[4, 16, 16])
+        blobs[name].meta.update(meta)
+        ncnn.add_op("Reshape", name, [i], [blobs[name]], provenance=Provenance(("select",)))
+    ncnn.meta["inputs"] = [{"blob": "in0", "name": "x"}]
+    m = map_blobs(ncnn, aten)
+    assert "a" not in m.refs and "another layout" in m.unmapped["a"]
+    assert m.refs["b"].value == "select" and m.refs["b"].checked

@@ -42,6 +42,7 @@ class Actions:
     open: QAction = None  # type: ignore[assignment]
     export: QAction = None  # type: ignore[assignment]
     write_pnnx: QAction = None  # type: ignore[assignment]
+    write_py: QAction = None  # type: ignore[assignment]
     quit: QAction = None  # type: ignore[assignment]
     convert: QAction = None  # type: ignore[assignment]
     convert_options: QAction = None  # type: ignore[assignment]
@@ -97,6 +98,11 @@ def build_actions(win: "MainWindow") -> Actions:
                            checkable=True)
     A.write_pnnx.setChecked(win.settings.get("export/pnnx", False, bool))
     A.write_pnnx.toggled.connect(lambda on: win.settings.set("export/pnnx", on))
+    A.write_py = _action(win, "Also write Python scripts", None, checkable=True,
+                         tip="Export writes <stem>_ncnn.py (runs the ncnn model) and, with the pnnx files, "
+                             "<stem>_pnnx.py (the model as a PyTorch module)")
+    A.write_py.setChecked(win.settings.get("export/python", False, bool))
+    A.write_py.toggled.connect(lambda on: win.settings.set("export/python", on))
     A.quit = _action(win, "&Quit", win.close, K(K.StandardKey.Quit), "Quit")
     A.convert = _action(win, "&Convert", lambda: win.convert(), K("Ctrl+R"), "Convert to ncnn", icons.icon("convert"))
     A.convert_options = _action(win, "Convert with &Options…", win.convert_dialog, K("Ctrl+Shift+R"),
@@ -134,6 +140,7 @@ def build_actions(win: "MainWindow") -> Actions:
     m.addSeparator()
     m.addAction(A.export)
     m.addAction(A.write_pnnx)
+    m.addAction(A.write_py)
     m.addSeparator()
     m.addAction(A.quit)
 

@@ -19,7 +19,7 @@ from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent, QIcon
 from PySide6.QtWidgets import (QDockWidget, QFileDialog, QLabel, QMainWindow, QMessageBox, QProgressBar, QSplitter,
                                QToolButton, QWidget)
 
-from engine.convert import ConvertOptions
+from engine.convert import ConvertOptions, script_path
 
 from . import theme
 from .actions import build_actions
@@ -60,12 +60,16 @@ def export_paths(param_path: str) -> tuple[str, str, str, str]:
     return f"{p}.ncnn.param", f"{p}.ncnn.bin", f"{p}.pnnx.param", f"{p}.pnnx.bin"
 
 
-def _write_files(ctx, result, paths: tuple[str, str, str, str], pnnx: bool, partial: bool) -> list[str]:
+def _write_files(ctx, result, paths: tuple[str, str, str, str], pnnx: bool, partial: bool,
+                 python: bool = False) -> list[str]:
     ncnn_param, ncnn_bin, pnnx_param, pnnx_bin = paths
     ctx.progress(0, 1, "writing files")
+    scripts = {}
+    if python:  # <stem>_ncnn.py, and <stem>_pnnx.py when its .pnnx.bin is written too
+        scripts = {"ncnn_py": script_path(ncnn_param, "ncnn"), "pnnx_py": script_path(pnnx_param, "pnnx") if pnnx else None}
     # all files or none; a cancel (Stop, closing the window) stops the write and replaces nothing
     written = result.write(ncnn_param, ncnn_bin, pnnx_param if pnnx else None, pnnx_bin if pnnx else None,
-                           partial=partial, cancel=ctx)
+                           partial=partial, cancel=ctx, **scripts)
     return [str(w) for w in written]
 
 
@@ -511,16 +515,19 @@ class MainWindow(QMainWindow):
         self.settings.set("export/dir", os.path.dirname(path))
         self.export_to(path, partial=partial)
 
-    def export_to(self, param_path: str, *, pnnx: bool | None = None, partial: bool = False):
-        """Write ``<stem>.ncnn.param/.bin`` (and the pnnx files) in a worker."""
+    def export_to(self, param_path: str, *, pnnx: bool | None = None, partial: bool = False,
+                  python: bool | None = None):
+        """Write ``<stem>.ncnn.param/.bin`` (and the pnnx files, and the Python scripts) in a worker."""
         conv = self.doc.conversion if self.doc else None
         if conv is None:
             return None
         if pnnx is None:
             pnnx = self.actions.write_pnnx.isChecked()
+        if python is None:
+            python = self.actions.write_py.isChecked()
         paths = export_paths(param_path)
         layers = conv.result.layer_count
-        return self.runner.submit("Export", _write_files, conv.result, paths, pnnx, partial, group="export",
+        return self.runner.submit("Export", _write_files, conv.result, paths, pnnx, partial, python, group="export",
                                   on_result=lambda files, n=layers: self._on_exported(files, n))
 
     def _on_exported(self, files: list[str], layers: int) -> None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from .api import ConversionResult, ConvertOptions, convert
 from .context import ConversionContext, Unsupported
+from .output import script_path
 from .registry import ATEN, NCNN, Priority, Registry, RegistryError, aten_converter, ncnn_rule
 
 __all__ = ["ATEN", "NCNN", "ConversionContext", "ConversionResult", "ConvertOptions", "Priority", "Registry",
-           "RegistryError", "Unsupported", "aten_converter", "convert", "ncnn_rule"]
+           "RegistryError", "Unsupported", "aten_converter", "convert", "ncnn_rule", "script_path"]

@@ -52,6 +52,18 @@ def _cancel_check(cancel: Callable[[], bool] | None):
     return progress
 
 
+def script_path(param: str | Path, kind: str) -> Path:
+    """The default script of a model: ``dir/m.<kind>.param`` → ``dir/m_<kind>.py`` (``kind``:
+    ``pnnx`` or ``ncnn``)."""
+    p = Path(param)
+    name = p.name
+    for suffix in (f".{kind}.param", ".param"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    return p.with_name(f"{name}_{kind}.py")
+
+
 def _script_needs(script, model_path, what: str) -> None:
     if script is not None and model_path is None:
         raise WriteError(str(script), f"the script runs the {what}, which this export does not write")

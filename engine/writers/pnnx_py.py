@@ -94,7 +94,8 @@ def _weight_line(w: Weight) -> str:
     dtype = NUMPY_DTYPES.get(w.attr.dtype)
     if dtype is None:
         return f"raise NotImplementedError({f'{w.member}: {w.attr.dtype} tensors cannot be loaded'!r})"
-    load = f"load_tensor(archive, {w.member!r}, {literal(tuple(w.attr.shape))}, {dtype!r})"
+    shape = w.shape if w.shape is not None else tuple(w.attr.shape)
+    load = f"load_tensor(archive, {w.member!r}, {literal(tuple(shape))}, {dtype!r})"
     if w.kind == "parameter":
         grad = "" if w.attr.dtype in FLOAT_DTYPES else ", requires_grad=False"
         return f"{w.owner}.{w.name} = nn.Parameter({load}{grad})"

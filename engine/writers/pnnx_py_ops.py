@@ -44,6 +44,7 @@ class Weight:
     attr: Attribute
     kind: str = "parameter"  #: ``parameter`` | ``buffer`` | ``constant``
     persistent: bool = True
+    shape: tuple | None = None  #: the shape to load it as (default: the attribute's)
 
 
 @dataclass
@@ -167,8 +168,24 @@ def _module(cx: OpContext) -> OpSource:
 
 
 def _module_weights(cx: OpContext) -> list[Weight]:
-    return [Weight(f"self.{cx.attr}", key, f"{cx.op.name}.{key}", a, "buffer" if key in _BUFFERS else "parameter")
-            for key, a in sorted(cx.op.attrs.items())]
+    out = []
+    for key, a in sorted(cx.op.attrs.items()):
+        shape = _NORMALIZED_SHAPE.get(cx.op.type, lambda op, k, s: s)(cx.op, key, a.shape)
+        out.append(Weight(f"self.{cx.attr}", key, f"{cx.op.name}.{key}", a, "buffer" if key in _BUFFERS else "parameter",
+                          shape=tuple(shape)))
+    return out
+
+
+def _normalized(op: Operator, key: str, shape):
+    """LayerNorm/RMSNorm affine weights have the module's ``normalized_shape`` (the converter may
+    keep them flat)."""
+    ns = op.params.get("normalized_shape")
+    if key in ("weight", "bias") and isinstance(ns, (list, tuple)) and all(isinstance(d, int) for d in ns):
+        return list(ns)
+    return shape
+
+
+_NORMALIZED_SHAPE = {"nn.LayerNorm": _normalized, "nn.RMSNorm": _normalized}
 
 
 def _function(cx: OpContext) -> OpSource:
@@ -312,6 +329,9 @@ def _index_select(cx: OpContext) -> OpSource:
     index = op.params["index"]
     if len(op.inputs) > 1:
         return _function(cx)
+    size = (op.inputs[0].shape or [None] * (abs(int(op.params["dim"])) + 1))[int(op.params["dim"])]
+    if isinstance(size, int):  # index_select takes no negative index
+        index = [int(i) + size if int(i) < 0 else int(i) for i in index]
     idx = f"torch.tensor({literal(list(index))})"
     return OpSource(forward=[cx.assign(call("torch.index_select", [cx.x], [("dim", cx.value(op.params["dim"])),
                                                                              ("index", idx)]))])
@@ -336,9 +356,15 @@ def _max_min(cx: OpContext) -> OpSource:
 @emitter("torch.mean", "torch.sum", "torch.amax", "torch.amin", "torch.norm", "torch.logsumexp", "torch.var",
          "torch.std")
 def _reduce(cx: OpContext) -> OpSource:
-    skip = ("dim",) if cx.op.params.get("dim") is None else ()
+    """``dim=None`` (every dim) spelled as the list of dims, which every reduction takes."""
+    op = cx.op
+    params = cx.params()
+    if op.params.get("dim", 0) is None:
+        rank = len(op.inputs[0].shape or [])
+        params = [(k, literal(list(range(rank))) if k == "dim" else v) for k, v in params
+                  if k not in ("dim", "keepdim") or op.inputs[0].shape is not None]
     pos, kw = cx.inputs()
-    return OpSource(forward=[cx.assign(call(cx.op.type, pos, kw + cx.params(skip)))])
+    return OpSource(forward=[cx.assign(call(op.type, pos, kw + params))])
 
 
 @emitter("torch.prod")
@@ -370,8 +396,27 @@ def _unsqueeze(cx: OpContext) -> OpSource:
 # ---------------------------------------------------------------------------- functions with pnnx-only params
 @emitter("F.pad")
 def _pad(cx: OpContext) -> OpSource:
-    skip = ("value",) if cx.op.params.get("mode", "constant") != "constant" else ()
-    return OpSource(forward=[cx.assign(call("F.pad", [cx.x], cx.params(skip)))])
+    """No ``value`` outside constant mode; a non-constant pad of ``k`` dims on an input of more than
+    ``k + 2`` dims (which PyTorch refuses) runs on the leading dims flattened; an all-zero pad is
+    the input itself."""
+    op = cx.op
+    pad = [int(p) for p in op.params.get("pad", [])]
+    if not any(pad):
+        return OpSource(forward=[cx.assign(cx.x)])
+    mode = op.params.get("mode", "constant")
+    skip = ("value",) if mode != "constant" else ()
+    rank, k = len(op.inputs[0].shape or []), len(pad) // 2
+    if mode == "constant" or rank <= k + 2:
+        return OpSource(forward=[cx.assign(call("F.pad", [cx.x], cx.params(skip)))])
+    lead = rank - k - 1
+    code = call("F.pad", [f"{cx.x}.flatten(0, {lead})"], cx.params(skip))
+    return OpSource(forward=[cx.assign(f"{code}.unflatten(0, {cx.x}.shape[:{lead + 1}])")])
+
+
+@emitter("F.avg_pool1d")
+def _avg_pool1d(cx: OpContext) -> OpSource:
+    """``F.avg_pool1d`` has no ``divisor_override``."""
+    return OpSource(forward=[cx.assign(call("F.avg_pool1d", [cx.x], cx.params(("divisor_override",))))])
 
 
 @emitter("F.elu")
@@ -431,13 +476,19 @@ def _attention(cx: OpContext) -> OpSource:
         f"{out}_k = F.linear({k}.reshape(-1, {p['kdim']}), {w('k')}).reshape(-1, {heads}, {head}).transpose(0, 1)",
         f"{out}_v = F.linear({v}.reshape(-1, {p['vdim']}), {w('v')}).reshape(-1, {heads}, {head}).transpose(0, 1)",
         f"{out} = F.scaled_dot_product_attention({out}_q, {out}_k, {out}_v"
-        + (f", attn_mask={cx.var(mask)}" if mask is not None else "")
+        + (f", attn_mask={_heads_mask(cx, mask)}" if mask is not None else "")
         + (f", scale={literal(p['scale'])}" if p.get("scale") is not None else "") + ")",
     ]
     dims = cx.symbols.dims(list(op.outputs[0].shape or [-1, p["out_dim"]]))
     shape = ", ".join(dims) if dims is not None else f"-1, {p['out_dim']}"
     src.forward.append(f"{out} = F.linear({out}.transpose(0, 1).reshape(-1, {embed}), {w('out')}).reshape({shape})")
     return src
+
+
+def _heads_mask(cx: OpContext, mask: Operand) -> str:
+    """The mask with its leading dims merged (``(heads or 1, L, S)``), as the heads are dim 0."""
+    rank = len(mask.shape or [])
+    return f"{cx.var(mask)}.flatten(0, -3)" if rank > 3 else cx.var(mask)
 
 
 # ---------------------------------------------------------------------------- ATen operators left unconverted

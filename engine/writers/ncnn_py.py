@@ -3,7 +3,8 @@ as pnnx's ``ncnnpy=`` output (``tools/pnnx/src/save_ncnn.cpp``) is.
 
 ``test_inference()`` makes the same seeded random inputs as the ``_pnnx.py``'s ``make_inputs()``
 (PyTorch's shapes and dtypes), feeds each model input ``inK`` as ``ncnn.Mat(array,
-batch_index=b)`` where ``b`` is the PyTorch axis the converter made the batch axis of that input
+batch_index=b)`` — int32 when it holds token ids for an ``Embed`` layer, float32 otherwise —
+where ``b`` is the PyTorch axis the converter made the batch axis of that input
 (233: none; read from the final ncnn graph through :func:`engine.convert.shapes.batch_dim`, never
 assumed to be dim 0), extracts every output ``outK`` with ``mat.numpy(batch_index=b)`` for its own
 batch axis, and returns torch tensors of PyTorch's shapes (dynamic dims computed from the
@@ -29,9 +30,14 @@ log = logging.getLogger(__name__)
 #: ncnn's "no batch axis" for ``Mat(batch_index=)`` / ``numpy(batch_index=)``
 NO_BATCH = 233
 
-_HELPERS = '''def to_mat(value, batch_index):
-    """A model input as an ncnn Mat: float32, axis batch_index (233: none) as the batch."""
-    a = np.ascontiguousarray(np.asarray(value), dtype=np.float32)
+#: layers that read their input as int32 (token ids), and layers that move data without reading it
+_INT_READERS = ("Embed",)
+_DATA_MOVERS = ("Split", "Reshape", "Flatten", "Permute", "Crop", "Squeeze", "ExpandDims", "Slice", "Tile", "Concat")
+
+_HELPERS = '''def to_mat(value, batch_index, dtype=np.float32):
+    """A model input as an ncnn Mat of dtype (float32; int32 for token ids), with axis
+    batch_index (233: none) as the batch."""
+    a = np.ascontiguousarray(np.asarray(value), dtype=dtype)
     if a.ndim == 0:
         a = a.reshape(1)
     return ncnn.Mat(a, batch_index=batch_index).clone()  # cloned: in-place layers write to inputs
@@ -52,6 +58,21 @@ def _batch_index(opd: Operand | None) -> int:
     return NO_BATCH if b is None else b
 
 
+def reads_ints(opd: Operand) -> bool:
+    """Whether a layer reading int32 data (``Embed``) is fed from ``opd``, directly or through
+    layers that only move data."""
+    seen, todo = set(), [opd]
+    while todo:
+        o = todo.pop()
+        for c in o.consumers:
+            if c.type in _INT_READERS:
+                return True
+            if c.type in _DATA_MOVERS and id(c) not in seen:
+                seen.add(id(c))
+                todo += c.outputs
+    return False
+
+
 def custom_layers(graph: Graph) -> list[str]:
     """The types of layers the ncnn runtime does not have (unconverted operators written as
     custom layers by a partial conversion)."""
@@ -69,8 +90,9 @@ def ncnn_python(ncnn_graph: Graph, pnnx_graph: Graph | None, *, param_path, bin_
     for o in sig.inputs:
         blob = blobs.get(o.producer.name if o.producer is not None else o.name, blobs.get(o.name))
         if blob is not None and blob in ncnn_graph.operands:
-            b = _batch_index(ncnn_graph.operands[blob])
-            feeds.append(f"ex.input({blob!r}, to_mat({var(o)}, {b}))")
+            opd = ncnn_graph.operands[blob]
+            ints = ", np.int32" if reads_ints(opd) else ""
+            feeds.append(f"ex.input({blob!r}, to_mat({var(o)}, {_batch_index(opd)}{ints}))")
     outs = [m["blob"] for m in ncnn_graph.meta.get("outputs", [])]
     produced = [o for o in sig.outputs if o is not None]
     extracts, leaves = [], []

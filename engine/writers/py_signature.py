@@ -63,14 +63,15 @@ class PySignature:
 
     # ------------------------------------------------------------------ forward
     def header(self) -> str:
-        """``def forward(self, x, pair, scale=2.0, *, mask):``"""
+        """``def forward(self, x, pair, mask):`` (``mask`` passed by keyword in the original call)."""
         parts = ["self"]
         positional = [p for p in self.params if not p.keyword]
         keyword = [p for p in self.params if p.keyword]
         for p in positional:
             parts.append(f"{p.name}={literal(p.default)}" if p.has_default else p.name)
-        if keyword:
-            parts.append("*")
+        if keyword:  # keyword-only only where needed: torch.onnx's exporter passes keywords by position
+            if any(p.has_default for p in positional) and not all(p.has_default for p in keyword):
+                parts.append("*")
             parts += [f"{p.name}={literal(p.default)}" if p.has_default else p.name for p in keyword]
         return f"def forward({', '.join(parts)}):"
 

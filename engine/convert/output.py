@@ -77,9 +77,7 @@ def write_files(*, ncnn_graph: Graph, pnnx_graph: Graph | None, ncnn_param=None,
     about ncnn weights holding NaN or infinite values. ``program_signature`` (the source
     program's) gives the scripts the original input/output structure; ``source`` names the
     model in their docstrings."""
-    from ..writers import atomic_transaction, write_ncnn, write_pnnx
-    from ..writers.ncnn_py import write_ncnn_py
-    from ..writers.pnnx_py import write_pnnx_py
+    from ..writers import atomic_transaction, write_ncnn, write_ncnn_py, write_pnnx, write_pnnx_py
 
     _script_needs(pnnx_py, pnnx_bin, "pnnx model (.pnnx.bin)")
     _script_needs(ncnn_py, ncnn_param, "ncnn model (.ncnn.param/.ncnn.bin)")

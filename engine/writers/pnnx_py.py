@@ -85,7 +85,8 @@ class _Writer:
     def sources(self) -> list[tuple[object, OpSource]]:
         out = []
         for op in self.g.ops:
-            cx = OpContext(op, self.var, self.attrs(op.name), self.symbols, self.is_number)
+            cx = OpContext(op, self.var, self.attrs(op.name), self.symbols, self.is_number,
+                           lambda base, op=op: self.names(("temp", op.name, base), base))
             out.append((op, source_of(cx)))
         return out
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..build import schemas
+from ..converters.shape import _split_top
 from ..ir import Attribute, Operand, Operator
 from ..ir.vocab import is_aten
 from .py_expr import ExpressionSourceError, SymbolCode, expression
@@ -59,12 +60,13 @@ class OpContext:
     the run-time spelling of symbolic sizes."""
 
     def __init__(self, op: Operator, var: Callable[[Operand], str], attr: str, symbols: SymbolCode,
-                 is_number: Callable[[Operand], bool]):
+                 is_number: Callable[[Operand], bool], temp: Callable[[str], str]):
         self.op = op
         self.var = var
         self.attr = attr
         self.symbols = symbols
         self.is_number = is_number
+        self.temp = temp  #: a fresh variable for an intermediate value (``temp("v_q")``)
 
     @property
     def x(self) -> str:
@@ -248,26 +250,11 @@ def _reshape(cx: OpContext) -> OpSource:
     expr = op.params.get("shape_expr")
     dims = cx.symbols.dims(shape)
     if dims is None and expr and len(op.inputs) > 1:
-        dims = [expression(e, lambda i: cx.var(op.inputs[i]), numbers=True) for e in _list_items(str(expr))]
+        items = _split_top(str(expr).strip()[1:-1])  # [1,16,size(@1,2),...], as the ncnn lowering reads it
+        dims = [expression(e, lambda i: cx.var(op.inputs[i]), numbers=True) for e in items]
     if dims is None:
         dims = [str(d) if isinstance(d, int) else str(_hint(op.outputs[0], k)) for k, d in enumerate(shape)]
     return OpSource(forward=[cx.assign(f"{cx.x}.{method}({', '.join(dims)})")])
-
-
-def _list_items(text: str) -> list[str]:
-    """The top-level elements of ``[a,f(b,c),d]``."""
-    body = text.strip()
-    if body.startswith("[") and body.endswith("]"):
-        body = body[1:-1]
-    items, depth, cur = [], 0, ""
-    for c in body:
-        if c == "," and depth == 0:
-            items.append(cur)
-            cur = ""
-            continue
-        depth += (c == "(") - (c == ")")
-        cur += c
-    return items + ([cur] if cur else [])
 
 
 def _hint(opd: Operand, k: int) -> int:
@@ -470,12 +457,13 @@ def _attention(cx: OpContext) -> OpSource:
     src.weights = [Weight(own, key, f"{op.name}.{key}", a) for key, a in sorted(op.attrs.items())]
     w = lambda n: f"{own}.{n}_weight" + (f", {own}.{n}_bias" if f"{n}_bias" in op.attrs else "")  # noqa: E731
     out = cx.var(op.outputs[0])
+    tq, tk, tv = (cx.temp(f"{out}_{n}") for n in "qkv")
     head = embed // heads
     src.forward += [
-        f"{out}_q = F.linear({q}.reshape(-1, {p['qdim']}), {w('q')}).reshape(-1, {heads}, {head}).transpose(0, 1)",
-        f"{out}_k = F.linear({k}.reshape(-1, {p['kdim']}), {w('k')}).reshape(-1, {heads}, {head}).transpose(0, 1)",
-        f"{out}_v = F.linear({v}.reshape(-1, {p['vdim']}), {w('v')}).reshape(-1, {heads}, {head}).transpose(0, 1)",
-        f"{out} = F.scaled_dot_product_attention({out}_q, {out}_k, {out}_v"
+        f"{tq} = F.linear({q}.reshape(-1, {p['qdim']}), {w('q')}).reshape(-1, {heads}, {head}).transpose(0, 1)",
+        f"{tk} = F.linear({k}.reshape(-1, {p['kdim']}), {w('k')}).reshape(-1, {heads}, {head}).transpose(0, 1)",
+        f"{tv} = F.linear({v}.reshape(-1, {p['vdim']}), {w('v')}).reshape(-1, {heads}, {head}).transpose(0, 1)",
+        f"{out} = F.scaled_dot_product_attention({tq}, {tk}, {tv}"
         + (f", attn_mask={_heads_mask(cx, mask)}" if mask is not None else "")
         + (f", scale={literal(p['scale'])}" if p.get("scale") is not None else "") + ")",
     ]

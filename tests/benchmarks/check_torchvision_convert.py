@@ -32,25 +32,34 @@ KWARGS = {"googlenet": {"aux_logits": False, "init_weights": True},
           "inception_v3": {"aux_logits": False, "init_weights": True}}
 
 
+def build_classifier(name: str):
+    """``(model, input size)``: torchvision's ``name`` with seeded random weights and calibrated
+    BatchNorm, in eval mode."""
+    import torch
+    import torchvision
+
+    from tests.benchmarks.convert_zoo import calibrate_batchnorm, make_numerics_meaningful
+
+    size = 299 if name == "inception_v3" else 224
+    torch.manual_seed(0)
+    model = torchvision.models.get_model(name, weights=None, **KWARGS.get(name, {}))
+    make_numerics_meaningful(model)
+    calibrate_batchnorm(model, shape=(1, 3, size, size))
+    return model.eval(), size
+
+
 def one(name: str, dialect: str, work: Path) -> dict:
     """Build, export, convert and compare one model (runs in a child process)."""
     import numpy as np
     import torch
-    import torchvision
 
     from engine.convert import ConvertOptions, convert
-    from tests.benchmarks.convert_zoo import calibrate_batchnorm, make_numerics_meaningful
     from tests.ncnn_runtime import run
 
-    size = 299 if name == "inception_v3" else 224
     rec: dict = {"model": name}
     t0 = time.perf_counter()
     try:
-        torch.manual_seed(0)
-        model = torchvision.models.get_model(name, weights=None, **KWARGS.get(name, {}))
-        make_numerics_meaningful(model)
-        calibrate_batchnorm(model, shape=(1, 3, size, size))
-        model.eval()
+        model, size = build_classifier(name)
         x = torch.randn(1, 3, size, size, generator=torch.Generator().manual_seed(1))
         with torch.no_grad():
             want = model(x).numpy()
@@ -82,6 +91,28 @@ def one(name: str, dialect: str, work: Path) -> dict:
     return rec
 
 
+def run_child(cmd: list[str], name: str, timeout: int) -> dict:
+    """The JSON record a ``--one`` child process prints (a crash or a timeout as such)."""
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"model": name, "status": "crashed", "detail": f"over {timeout} s"}
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
+    if r.returncode == 0 and lines:
+        return json.loads(lines[-1])
+    return {"model": name, "status": "crashed",
+            "detail": f"exit {r.returncode}: " + (r.stderr.strip().splitlines() or [""])[-1][:200]}
+
+
+def store_rows(store: Path, rows: list[dict], subset: bool) -> list[dict]:
+    """Save the rows as JSON; a subset re-run replaces its models' rows of the last full run."""
+    if subset and store.exists():
+        fresh = {r["model"]: r for r in rows}
+        rows = [fresh.pop(r["model"], r) for r in json.loads(store.read_text())] + list(fresh.values())
+    store.write_text(json.dumps(rows, indent=1) + "\n")
+    return rows
+
+
 def _row(r: dict) -> str:
     err = f"{r['rel_err']:.1e}" if "rel_err" in r else "—"
     mark = {"match": "✅", "mismatch": "❌ mismatch", "unconverted": "❌ not converted",
@@ -109,14 +140,7 @@ def main() -> int:
         for k, name in enumerate(names, 1):
             t0 = time.time()
             cmd = [sys.executable, __file__, "--one", name, "--dialect", args.dialect, "--work", work]
-            try:
-                r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=args.timeout)
-                lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
-                rec = json.loads(lines[-1]) if r.returncode == 0 and lines else {
-                    "model": name, "status": "crashed",
-                    "detail": f"exit {r.returncode}: " + (r.stderr.strip().splitlines() or [""])[-1][:200]}
-            except subprocess.TimeoutExpired:
-                rec = {"model": name, "status": "crashed", "detail": f"over {args.timeout} s"}
+            rec = run_child(cmd, name, args.timeout)
             for f in Path(work).iterdir():
                 f.unlink()
             rows.append(rec)
@@ -124,10 +148,7 @@ def main() -> int:
     suffix = "" if args.dialect == "training" else "_core"
     out = RESULTS / f"torchvision_convert{suffix}.md"
     store = out.with_suffix(".json")
-    if args.models and store.exists():  # a subset re-run updates its rows of the last full run
-        fresh = {r["model"]: r for r in rows}
-        rows = [fresh.pop(r["model"], r) for r in json.loads(store.read_text())] + list(fresh.values())
-    store.write_text(json.dumps(rows, indent=1) + "\n")
+    rows = store_rows(store, rows, subset=bool(args.models))
     exported = [r for r in rows if r["status"] != "export failed"]
     matched = [r for r in exported if r["status"] == "match"]
     import torch

@@ -37,6 +37,8 @@ _DATA_MOVERS = ("Split", "Reshape", "Flatten", "Permute", "Crop", "Squeeze", "Ex
 _HELPERS = '''def to_mat(value, batch_index, dtype=np.float32):
     """A model input as an ncnn Mat of dtype (float32; int32 for token ids), with axis
     batch_index (233: none) as the batch."""
+    if isinstance(value, torch.Tensor):
+        value = value.detach().double().numpy()  # any dtype (bfloat16, bool...) numpy can take
     a = np.ascontiguousarray(np.asarray(value), dtype=dtype)
     if a.ndim == 0:
         a = a.reshape(1)

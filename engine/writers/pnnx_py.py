@@ -126,10 +126,10 @@ def pnnx_python(graph: Graph, *, bin_path: str | os.PathLike, py_path: str | os.
             forward += [first] + src.forward[1:]
     leaves = [w.var(o) if o is not None else literal(v) for o, v in zip(sig.outputs, sig.output_values)]
     forward.append(f"return {sig.return_expr(leaves)}" if leaves else "return None")
-    return _file(graph, sig, w, init, weights, forward, bin_path, py_path, source)
+    return _file(sig, w, init, weights, forward, bin_path, py_path, source)
 
 
-def _file(graph, sig: PySignature, w: _Writer, init, weights, forward, bin_path, py_path, source) -> str:
+def _file(sig: PySignature, w: _Writer, init, weights, forward, bin_path, py_path, source) -> str:
     stem = _stem(py_path)
     origin = f" from {source}" if source else ""
     ins = "; ".join(f"{o.name} {o.dtype} {list(o.shape or [])}" for o in sig.inputs) or "none"

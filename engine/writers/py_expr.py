@@ -62,8 +62,10 @@ def _node(node, var: Callable[[int], str], binary: dict[str, str]) -> str:
         return f"(-{parts[0]})"
     if binary is _SYM_ARGS and name in binary:
         return f"{binary[name]}({', '.join(parts)})"
-    wrap = name in _TENSOR_ARGS or len(args) == 1
-    parts = [f"torch.tensor({p})" if wrap and _is_literal(a) else p for a, p in zip(args, parts)]
+    if name in _TENSOR_ARGS or len(args) == 1:  # a literal as a tensor of its tensor partner's dtype
+        like = next((p for a, p in zip(args, parts) if isinstance(a, Arg)), None)
+        dtype = f", dtype={like}.dtype" if like is not None else ""
+        parts = [f"torch.tensor({p}{dtype})" if _is_literal(a) else p for a, p in zip(args, parts)]
     fn = _TENSOR_ARGS.get(name, f"torch.{name}")
     return f"{fn}({', '.join(parts)})"
 
@@ -114,7 +116,7 @@ class SymbolCode:
                 op = m.group("op")
                 out.append(", " if op in ",;" else op)
         code = "".join(out)
-        return code if code.isidentifier() or code.endswith(")") else f"({code})"
+        return f"({code})" if any(c in code for c in "+-*/% ") else code
 
     def dims(self, values: Sequence, *, minus_one: bool = True) -> list[str] | None:
         """A whole size list as source; a dim that cannot be spelled becomes ``-1`` when it is the

@@ -6,7 +6,7 @@ The file imports only torch and numpy (and the standard library). It holds:
 * ``class Model(nn.Module)`` — ``nn.*`` submodules built with the operators' params, weights
   and buffers read from ``<stem>.pnnx.bin`` with their stored dtypes (parameters stay
   parameters, buffers stay buffers, persistent or not), and a ``forward`` of one line per
-  operator (:mod:`.pnnx_py_ops`), named after the graph: ``self.<operator>`` and ``v_<value>``,
+  operator (:mod:`.pnnx_py_ops` and the modules it names), named after the graph: ``self.<operator>`` and ``v_<value>``,
   so every line leads back to its ATen nodes, and commented with its module path. ``forward`` takes the original call's arguments (tuples, lists and dicts rebuilt) and
   returns the original output structure (:mod:`.py_signature`).
 * ``make_inputs()`` — seeded random example inputs (``(args, kwargs)``); ``test_inference()``;
@@ -25,6 +25,7 @@ import os
 from pathlib import Path
 
 from ..ir import Graph, Operand
+from . import pnnx_py_aten, pnnx_py_nn, pnnx_py_tensor  # noqa: F401  (register their emitters)
 from .atomic import atomic_files
 from .pnnx_py_ops import OpContext, OpSource, Weight, source_of
 from .py_expr import SymbolCode

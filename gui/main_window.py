@@ -66,7 +66,8 @@ def _write_files(ctx, result, paths: tuple[str, str, str, str], pnnx: bool, part
     ctx.progress(0, 1, "writing files")
     scripts = {}
     if python:  # <stem>_ncnn.py, and <stem>_pnnx.py when its .pnnx.bin is written too
-        scripts = {"ncnn_py": script_path(ncnn_param, "ncnn"), "pnnx_py": script_path(pnnx_param, "pnnx") if pnnx else None}
+        scripts = {"ncnn_py": script_path(ncnn_param, "ncnn"),
+                   "pnnx_py": script_path(pnnx_param, "pnnx") if pnnx else None}
     # all files or none; a cancel (Stop, closing the window) stops the write and replaces nothing
     written = result.write(ncnn_param, ncnn_bin, pnnx_param if pnnx else None, pnnx_bin if pnnx else None,
                            partial=partial, cancel=ctx, **scripts)

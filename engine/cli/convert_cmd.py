@@ -41,7 +41,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--inputshape", metavar="SHAPES", help="concrete input shapes, e.g. [1,3,224,224],[1,10]")
     p.add_argument("--model-name", metavar="NAME", help="which model of a multi-model package")
     p.add_argument("--partial", action="store_true", help="write the model even if some operators did not convert")
-    p.add_argument("--no-pnnx", action="store_true", help="do not write the .pnnx.param/.pnnx.bin files (nor the _pnnx.py)")
+    p.add_argument("--no-pnnx", action="store_true",
+                   help="do not write the .pnnx.param/.pnnx.bin files (nor the _pnnx.py)")
     p.add_argument("--pnnx-py", metavar="FILE.py",
                    help="where to write the pnnx model as a PyTorch module (default: <stem>_pnnx.py)")
     p.add_argument("--ncnn-py", metavar="FILE.py",

@@ -6,9 +6,10 @@ The file imports only torch and numpy (and the standard library). It holds:
 * ``class Model(nn.Module)`` — ``nn.*`` submodules built with the operators' params, weights
   and buffers read from ``<stem>.pnnx.bin`` with their stored dtypes (parameters stay
   parameters, buffers stay buffers, persistent or not), and a ``forward`` of one line per
-  operator (:mod:`.pnnx_py_ops` and the modules it names), named after the graph: ``self.<operator>`` and ``v_<value>``,
-  so every line leads back to its ATen nodes, and commented with its module path. ``forward`` takes the original call's arguments (tuples, lists and dicts rebuilt) and
-  returns the original output structure (:mod:`.py_signature`).
+  operator (:mod:`.pnnx_py_ops` and the modules it names), named after the graph:
+  ``self.<operator>`` and ``v_<value>``, so every line leads back to its ATen nodes, and
+  commented with its module path. ``forward`` takes the original call's arguments (tuples,
+  lists and dicts rebuilt) and returns the original output structure (:mod:`.py_signature`).
 * ``make_inputs()`` — seeded random example inputs (``(args, kwargs)``); ``test_inference()``;
 * ``export_exported_program(example_inputs=None, path=None)`` — ``torch.export`` of the module,
   dynamic dims kept dynamic with the source package's ranges, saved as ``<stem>_pnnx.pt2``
@@ -165,8 +166,9 @@ def _file(sig: PySignature, w: _Writer, init, weights, forward, bin_path, py_pat
         "        super().__init__()",
     ]
     body = _indent(init, 8)
-    body += ["", "        with zipfile.ZipFile(bin_path) as archive:"] + _indent([_weight_line(x) for x in weights], 12) \
-        if weights else []
+    if weights:
+        body += ["", "        with zipfile.ZipFile(bin_path) as archive:"]
+        body += _indent([_weight_line(x) for x in weights], 12)
     body += ["        self.eval()", "", "    " + sig.header()] + _indent(forward, 8)
     tail = [
         "", "",

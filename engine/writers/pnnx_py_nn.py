@@ -21,7 +21,8 @@ def _module(cx: OpContext) -> OpSource:
     op = cx.op
     src = OpSource(init=[f"self.{cx.attr} = {call(op.type, [], cx.params())}"])
     src.weights += _module_weights(cx)
-    if op.type in _BIASED_MODULES and "weight" in op.attrs and "bias" not in op.attrs and op.params.get("bias") is not False:
+    no_bias = "weight" in op.attrs and "bias" not in op.attrs and op.params.get("bias") is not False
+    if op.type in _BIASED_MODULES and no_bias:
         src.init.append(f"self.{cx.attr}.bias = None")
     src.forward.append(cx.assign(call(f"self.{cx.attr}", [cx.var(i) for i in op.inputs])))
     return src
@@ -31,8 +32,8 @@ def _module_weights(cx: OpContext) -> list[Weight]:
     out = []
     for key, a in sorted(cx.op.attrs.items()):
         shape = _NORMALIZED_SHAPE.get(cx.op.type, lambda op, k, s: s)(cx.op, key, a.shape)
-        out.append(Weight(f"self.{cx.attr}", key, f"{cx.op.name}.{key}", a, "buffer" if key in _BUFFERS else "parameter",
-                          shape=tuple(shape)))
+        kind = "buffer" if key in _BUFFERS else "parameter"
+        out.append(Weight(f"self.{cx.attr}", key, f"{cx.op.name}.{key}", a, kind, shape=tuple(shape)))
     return out
 
 

@@ -47,8 +47,8 @@ def pytest_configure(config):
         try:
             loose = a.get("tol") or 0.0  # a test that accepts a looser conversion (dropped casts...)
             rec["tol"] = max(1e-5, loose)
-            c = check_scripts(checked.result, a["module"], a["tmp_path"] / f"scripts_{a.get('name')}_{a.get('dialect')}",
-                              tol=max(1e-5, loose), ncnn_tol=max(1e-4, loose))
+            folder = a["tmp_path"] / f"scripts_{a.get('name')}_{a.get('dialect')}"
+            c = check_scripts(checked.result, a["module"], folder, tol=max(1e-5, loose), ncnn_tol=max(1e-4, loose))
             rec.update(status="ok", pnnx_error=c.pnnx_error, ncnn_error=c.ncnn_error,
                        roundtrip_error=c.roundtrip_error, roundtrip_layers=c.roundtrip_layers)
         except BaseException as e:  # noqa: BLE001 - recorded, then re-raised

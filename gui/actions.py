@@ -42,6 +42,7 @@ class Actions:
     write_pnnx: QAction = None  # type: ignore[assignment]
     export_image: QAction = None  # type: ignore[assignment]
     link_views: QAction = None  # type: ignore[assignment]
+    write_py: QAction = None  # type: ignore[assignment]
     quit: QAction = None  # type: ignore[assignment]
     convert: QAction = None  # type: ignore[assignment]
     convert_options: QAction = None  # type: ignore[assignment]
@@ -99,6 +100,11 @@ def build_actions(win: "MainWindow") -> Actions:
     A.write_pnnx.toggled.connect(lambda on: win.settings.set("export/pnnx", on))
     A.export_image = _action(win, "Export &Graph Image…", win.exporter.start_image, K("Ctrl+Shift+E"),
                              "Save the graph last clicked as an SVG or PNG picture")
+    A.write_py = _action(win, "Also write Python scripts", None, checkable=True,
+                         tip="Export writes <stem>_ncnn.py (runs the ncnn model) and, with the pnnx files, "
+                             "<stem>_pnnx.py (the model as a PyTorch module)")
+    A.write_py.setChecked(win.settings.get("export/python", False, bool))
+    A.write_py.toggled.connect(lambda on: win.settings.set("export/python", on))
     A.quit = _action(win, "&Quit", win.close, K(K.StandardKey.Quit), "Quit")
     A.convert = _action(win, "&Convert", lambda: win.convert(), K("Ctrl+R"), "Convert to ncnn", icons.icon("convert"))
     A.convert_options = _action(win, "Convert with &Options…", win.convert_dialog, K("Ctrl+Shift+R"),
@@ -140,6 +146,7 @@ def build_actions(win: "MainWindow") -> Actions:
     m.addSeparator()
     m.addAction(A.export)
     m.addAction(A.write_pnnx)
+    m.addAction(A.write_py)
     m.addAction(A.export_image)
     m.addSeparator()
     m.addAction(A.quit)

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtWidgets import QFileDialog, QMessageBox
 
+from engine.convert import script_path
+
 from .document import SAMPLES
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -34,12 +36,17 @@ def export_paths(param_path: str) -> tuple[str, str, str, str]:
     return f"{p}.ncnn.param", f"{p}.ncnn.bin", f"{p}.pnnx.param", f"{p}.pnnx.bin"
 
 
-def write_files(ctx, result, paths: tuple[str, str, str, str], pnnx: bool, partial: bool) -> list[str]:
+def write_files(ctx, result, paths: tuple[str, str, str, str], pnnx: bool, partial: bool,
+                python: bool = False) -> list[str]:
     ncnn_param, ncnn_bin, pnnx_param, pnnx_bin = paths
     ctx.progress(0, 1, "writing files")
+    scripts = {}
+    if python:  # <stem>_ncnn.py, and <stem>_pnnx.py when its .pnnx.bin is written too
+        scripts = {"ncnn_py": script_path(ncnn_param, "ncnn"),
+                   "pnnx_py": script_path(pnnx_param, "pnnx") if pnnx else None}
     # all files or none; a cancel (Stop, closing the window) stops the write and replaces nothing
     written = result.write(ncnn_param, ncnn_bin, pnnx_param if pnnx else None, pnnx_bin if pnnx else None,
-                           partial=partial, cancel=ctx)
+                           partial=partial, cancel=ctx, **scripts)
     return [str(w) for w in written]
 
 
@@ -115,16 +122,19 @@ class ExportFlow:
         self.win.settings.set("export/dir", os.path.dirname(path))
         self.write(path, partial=partial)
 
-    def write(self, param_path: str, *, pnnx: bool | None = None, partial: bool = False):
-        """Write ``<stem>.ncnn.param/.bin`` (and the pnnx files) in a worker."""
+    def write(self, param_path: str, *, pnnx: bool | None = None, partial: bool = False,
+              python: bool | None = None):
+        """Write ``<stem>.ncnn.param/.bin`` (and the pnnx files, and the Python scripts) in a worker."""
         win = self.win
         conv = win.doc.conversion if win.doc else None
         if conv is None:
             return None
         if pnnx is None:
             pnnx = win.actions.write_pnnx.isChecked()
+        if python is None:
+            python = win.actions.write_py.isChecked()
         layers = conv.result.layer_count
-        return win.runner.submit("Export", write_files, conv.result, export_paths(param_path), pnnx, partial,
+        return win.runner.submit("Export", write_files, conv.result, export_paths(param_path), pnnx, partial, python,
                                  group="export", on_result=lambda files, n=layers: self._written(files, n),
                                  on_error=self._failed)
 

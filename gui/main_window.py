@@ -533,9 +533,10 @@ class MainWindow(QMainWindow):
         """File ▸ Export ncnn: ask about missing operators, then choose the file (non-blocking)."""
         self.exporter.start()
 
-    def export_to(self, param_path: str, *, pnnx: bool | None = None, partial: bool = False):
-        """Write ``<stem>.ncnn.param/.bin`` (and the pnnx files) in a worker."""
-        return self.exporter.write(param_path, pnnx=pnnx, partial=partial)
+    def export_to(self, param_path: str, *, pnnx: bool | None = None, partial: bool = False,
+                  python: bool | None = None):
+        """Write ``<stem>.ncnn.param/.bin`` (and the pnnx files, and the Python scripts) in a worker."""
+        return self.exporter.write(param_path, pnnx=pnnx, partial=partial, python=python)
 
     # ------------------------------------------------------------------ view actions
     def active_panel(self) -> GraphPanel:

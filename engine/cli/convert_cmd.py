@@ -3,6 +3,11 @@
 Also reached by the pnnx-style shorthand ``pt2ncnn MODEL.pt2 fp16=0 ncnnparam=P ...``, whose
 ``key=value`` words are accepted here as trailing arguments.
 
+By default the Python scripts ``<stem>_pnnx.py`` (the pnnx graph as a PyTorch module) and
+``<stem>_ncnn.py`` (the ncnn model run by the ncnn runtime) are written beside their models, as
+pnnx does (``--pnnx-py``/``--ncnn-py`` or ``pnnxpy=``/``ncnnpy=`` to place them, ``--no-py`` for
+neither).
+
 Exit codes: 0 converted; 1 conversion incomplete (a diagnostics table is printed and no ncnn
 files are written unless ``--partial``); 2 bad input or usage.
 """
@@ -14,17 +19,19 @@ import sys
 from pathlib import Path
 
 NAME = "convert"
-HELP = "convert a .pt2 package to ncnn (.ncnn.param/.ncnn.bin) and pnnx (.pnnx.param/.pnnx.bin)"
+HELP = ("convert a .pt2 package to ncnn (.ncnn.param/.ncnn.bin) and pnnx (.pnnx.param/.pnnx.bin), with "
+        "the Python scripts <stem>_pnnx.py and <stem>_ncnn.py")
 
 #: pnnx CLI keys we understand, and keys pnnx has that do not apply here (accepted, ignored)
-_PNNX_KEYS = {"fp16", "ncnnparam", "ncnnbin", "pnnxparam", "pnnxbin", "inputshape", "inputshape2"}
-_IGNORED_KEYS = {"pnnxpy", "pnnxonnx", "ncnnpy", "optlevel", "device", "moduleop"}
+_PNNX_KEYS = {"fp16", "ncnnparam", "ncnnbin", "pnnxparam", "pnnxbin", "pnnxpy", "ncnnpy", "inputshape", "inputshape2"}
+_IGNORED_KEYS = {"pnnxonnx", "optlevel", "device", "moduleop"}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", help="the .pt2 package")
     p.add_argument("pnnx_style", nargs="*", metavar="key=value",
-                   help="pnnx-style options: fp16=0|1 ncnnparam=P ncnnbin=B pnnxparam=P pnnxbin=B inputshape=[1,3,224,224]")
+                   help="pnnx-style options: fp16=0|1 ncnnparam=P ncnnbin=B pnnxparam=P pnnxbin=B pnnxpy=P ncnnpy=P "
+                        "inputshape=[1,3,224,224]")
     p.add_argument("-o", "--output-dir", metavar="DIR", help="where to write the files (default: the model's folder)")
     p.add_argument("--fp16", choices=("0", "1"), default=None, help="store weights as fp16 (1, default) or fp32 (0)")
     p.add_argument("--converters", metavar="FILE.py", action="append", default=[],
@@ -34,7 +41,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--inputshape", metavar="SHAPES", help="concrete input shapes, e.g. [1,3,224,224],[1,10]")
     p.add_argument("--model-name", metavar="NAME", help="which model of a multi-model package")
     p.add_argument("--partial", action="store_true", help="write the model even if some operators did not convert")
-    p.add_argument("--no-pnnx", action="store_true", help="do not write the .pnnx.param/.pnnx.bin files")
+    p.add_argument("--no-pnnx", action="store_true",
+                   help="do not write the .pnnx.param/.pnnx.bin files (nor the _pnnx.py)")
+    p.add_argument("--pnnx-py", metavar="FILE.py",
+                   help="where to write the pnnx model as a PyTorch module (default: <stem>_pnnx.py)")
+    p.add_argument("--ncnn-py", metavar="FILE.py",
+                   help="where to write the script running the ncnn model (default: <stem>_ncnn.py)")
+    p.add_argument("--no-py", action="store_true", help="write neither Python script")
     p.add_argument("--quiet", "-q", action="store_true", help="print only problems")
 
 
@@ -65,9 +78,31 @@ def _paths(args, kv: dict[str, str]) -> dict[str, Path | None]:
         "pnnx_param": Path(kv["pnnxparam"]) if "pnnxparam" in kv else folder / f"{stem}.pnnx.param",
         "pnnx_bin": Path(kv["pnnxbin"]) if "pnnxbin" in kv else folder / f"{stem}.pnnx.bin",
     }
+    scripts = _script_paths(args, kv, paths)
     if args.no_pnnx:
         paths["pnnx_param"] = paths["pnnx_bin"] = None
+    paths.update(scripts)
     return paths
+
+
+def _script_paths(args, kv: dict[str, str], paths: dict[str, Path | None]) -> dict[str, Path | None]:
+    """``<stem>_pnnx.py`` beside the ``.pnnx.param`` and ``<stem>_ncnn.py`` beside the
+    ``.ncnn.param`` (pnnx writes both by default); ``--no-py``: none; with ``--no-pnnx`` no
+    ``_pnnx.py`` (it loads the ``.pnnx.bin``)."""
+    from engine.convert import script_path
+
+    from .main import UsageError
+
+    pnnx_py = args.pnnx_py or kv.get("pnnxpy")
+    ncnn_py = args.ncnn_py or kv.get("ncnnpy")
+    if args.no_py and (pnnx_py or ncnn_py):
+        raise UsageError("--no-py contradicts --pnnx-py/--ncnn-py (pnnxpy=/ncnnpy=)")
+    if args.no_pnnx and pnnx_py:
+        raise UsageError("the _pnnx.py loads the .pnnx.bin, which --no-pnnx does not write")
+    if args.no_py:
+        return {"pnnx_py": None, "ncnn_py": None}
+    return {"pnnx_py": None if args.no_pnnx else Path(pnnx_py) if pnnx_py else script_path(paths["pnnx_param"], "pnnx"),
+            "ncnn_py": Path(ncnn_py) if ncnn_py else script_path(paths["ncnn_param"], "ncnn")}
 
 
 def run(args) -> int:
@@ -88,10 +123,10 @@ def run(args) -> int:
     options = ConvertOptions(fp16=fp16_text == "1", input_shapes=parse_inputshape(shape_text) if shape_text else None,
                              converters=list(args.converters), model=args.model_name,
                              snapshots=bool(args.dump_passes or args.report))
+    paths = _paths(args, kv)  # usage errors before the work
     result = convert(args.model, options)
     if args.dump_passes:
         dump_records(result.records, args.dump_passes)
-    paths = _paths(args, kv)
     if args.output_dir:
         try:
             Path(args.output_dir).mkdir(parents=True, exist_ok=True)

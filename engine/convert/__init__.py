@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from .api import ConversionResult, ConvertOptions, convert
 from .context import ConversionContext, Unsupported
+from .output import script_path
 from .registry import (ATEN, CUSTOM, NCNN, CustomLayer, Priority, Registry, RegistryError, aten_converter,
                        ncnn_custom_layer, ncnn_rule)
 
 __all__ = ["ATEN", "CUSTOM", "NCNN", "ConversionContext", "ConversionResult", "ConvertOptions", "CustomLayer",
            "Priority", "Registry", "RegistryError", "Unsupported", "aten_converter", "convert", "ncnn_custom_layer",
-           "ncnn_rule"]
+           "ncnn_rule", "script_path"]

@@ -46,6 +46,7 @@ class ConversionResult:
     diagnostics: list[Diagnostic]
     seconds: float
     options: ConvertOptions = field(default_factory=ConvertOptions)
+    source: str | None = None  #: the converted file, when converted from a path
 
     @property
     def errors(self) -> list[Diagnostic]:
@@ -67,12 +68,15 @@ class ConversionResult:
 
     def write(self, ncnn_param: str | Path | None = None, ncnn_bin: str | Path | None = None,
               pnnx_param: str | Path | None = None, pnnx_bin: str | Path | None = None, *,
+              pnnx_py: str | Path | None = None, ncnn_py: str | Path | None = None,
               fp16: bool | None = None, partial: bool = False,
               cancel: Callable[[], bool] | None = None) -> list[Path]:
         """Write the requested files atomically, all of them or none: existing files are
         replaced only once every new file is complete. Refuses an incomplete conversion unless
         ``partial``. ``cancel()`` is polled while writing; once true the write stops (raising
-        ``engine.passes.manager.Cancelled``) and nothing is replaced. Returns the paths written."""
+        ``engine.passes.manager.Cancelled``) and nothing is replaced. ``pnnx_py``/``ncnn_py``:
+        the Python scripts (``<stem>_pnnx.py`` loads the ``.pnnx.bin``, ``<stem>_ncnn.py`` runs
+        the ncnn model), written with their models. Returns the paths written."""
         from .output import write_files
 
         if not self.ok and not partial:
@@ -80,8 +84,10 @@ class ConversionResult:
                                   "nothing written")
         use_fp16 = self.options.fp16 if fp16 is None else fp16
         return write_files(ncnn_graph=self.ncnn, pnnx_graph=self.pnnx, ncnn_param=ncnn_param, ncnn_bin=ncnn_bin,
-                           pnnx_param=pnnx_param, pnnx_bin=pnnx_bin, fp16=use_fp16, partial=not self.ok,
-                           cancel=cancel, warn=self._warn_weight)
+                           pnnx_param=pnnx_param, pnnx_bin=pnnx_bin, pnnx_py=pnnx_py, ncnn_py=ncnn_py, fp16=use_fp16,
+                           partial=not self.ok, cancel=cancel, warn=self._warn_weight,
+                           program_signature=getattr(self.program, "signature", None),
+                           source=Path(self.source).name if self.source else None)
 
     def _warn_weight(self, op, reason: str) -> None:
         """A warning diagnostic (once) for an ncnn weight holding NaN or infinite values."""
@@ -89,8 +95,12 @@ class ConversionResult:
         if d not in self.diagnostics:
             self.diagnostics.append(d)
 
-    def write_all(self, directory: str | Path, stem: str, **kw) -> list[Path]:
+    def write_all(self, directory: str | Path, stem: str, *, python: bool = False, **kw) -> list[Path]:
+        """The ncnn and pnnx models as ``<directory>/<stem>.*`` (with ``python``, also
+        ``<stem>_pnnx.py`` and ``<stem>_ncnn.py``)."""
         d = Path(directory)
+        if python:
+            kw.update(pnnx_py=d / f"{stem}_pnnx.py", ncnn_py=d / f"{stem}_ncnn.py")
         return self.write(d / f"{stem}.ncnn.param", d / f"{stem}.ncnn.bin", d / f"{stem}.pnnx.param",
                           d / f"{stem}.pnnx.bin", **kw)
 
@@ -147,7 +157,7 @@ def convert(source, options: ConvertOptions | None = None, *,
             raise ConversionError(str(e)) from e
     return ConversionResult(program=ep, aten=aten, pnnx=cx.state.get("pnnx_graph"), ncnn=graph,
                             records=records, diagnostics=list(cx.diagnostics), seconds=time.perf_counter() - t0,
-                            options=opts)
+                            options=opts, source=str(source) if isinstance(source, (str, Path)) else None)
 
 
 __all__ = ["ConvertOptions", "ConversionResult", "convert", "PT2Error"]

@@ -1,8 +1,10 @@
-"""Writing a conversion's files: the ncnn model and, optionally, the pnnx model.
+"""Writing a conversion's files: the ncnn model and, optionally, the pnnx model and the two
+Python scripts (``<stem>_pnnx.py``: the pnnx graph as a PyTorch module reading the ``.pnnx.bin``;
+``<stem>_ncnn.py``: the ncnn model run by the ncnn runtime).
 
-Each model (param + bin) is written to temporary files in the target folder by
-:mod:`engine.writers`; the ncnn model is validated and written first, the pnnx model follows,
-and only when both are complete are all the files renamed over their targets (one
+Each file is written to a temporary file in the target folder by :mod:`engine.writers`; the ncnn
+model is validated and written first, the pnnx model and the scripts follow, and only when all
+are complete are the files renamed over their targets (one
 :func:`~engine.writers.atomic_transaction`). A failure or a cancel at any point leaves nothing
 partial behind and every existing file as it was.
 """
@@ -50,13 +52,37 @@ def _cancel_check(cancel: Callable[[], bool] | None):
     return progress
 
 
-def write_files(*, ncnn_graph: Graph, pnnx_graph: Graph | None, ncnn_param=None, ncnn_bin=None,
-                pnnx_param=None, pnnx_bin=None, fp16: bool = True, partial: bool = False,
-                cancel: Callable[[], bool] | None = None, warn=None) -> list[Path]:
-    """Write the requested models (see the module docstring); ``warn(operator, reason)`` hears
-    about ncnn weights holding NaN or infinite values."""
-    from ..writers import atomic_transaction, write_ncnn, write_pnnx
+def script_path(param: str | Path, kind: str) -> Path:
+    """The default script of a model: ``dir/m.<kind>.param`` → ``dir/m_<kind>.py`` (``kind``:
+    ``pnnx`` or ``ncnn``)."""
+    p = Path(param)
+    name = p.name
+    for suffix in (f".{kind}.param", ".param"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    return p.with_name(f"{name}_{kind}.py")
 
+
+def _script_needs(script, model_path, what: str) -> None:
+    if script is not None and model_path is None:
+        raise WriteError(str(script), f"the script runs the {what}, which this export does not write")
+
+
+def write_files(*, ncnn_graph: Graph, pnnx_graph: Graph | None, ncnn_param=None, ncnn_bin=None,
+                pnnx_param=None, pnnx_bin=None, pnnx_py=None, ncnn_py=None, fp16: bool = True,
+                partial: bool = False, cancel: Callable[[], bool] | None = None, warn=None,
+                program_signature=None, source: str | None = None) -> list[Path]:
+    """Write the requested files (see the module docstring); ``warn(operator, reason)`` hears
+    about ncnn weights holding NaN or infinite values. ``program_signature`` (the source
+    program's) gives the scripts the original input/output structure; ``source`` names the
+    model in their docstrings."""
+    from ..writers import atomic_transaction, write_ncnn, write_ncnn_py, write_pnnx, write_pnnx_py
+
+    _script_needs(pnnx_py, pnnx_bin, "pnnx model (.pnnx.bin)")
+    _script_needs(ncnn_py, ncnn_param, "ncnn model (.ncnn.param/.ncnn.bin)")
+    if pnnx_py is not None and pnnx_graph is None:
+        raise WriteError(str(pnnx_py), "this conversion kept no pnnx-level graph")
     written: list[Path] = []
     if partial:
         ncnn_graph = with_custom_layers(ncnn_graph)
@@ -70,6 +96,13 @@ def write_files(*, ncnn_graph: Graph, pnnx_graph: Graph | None, ncnn_param=None,
                 raise WriteError(str(pnnx_param), "this conversion kept no pnnx-level graph")
             write_pnnx(pnnx_graph, pnnx_param, pnnx_bin, progress=progress)
             written += [Path(pnnx_param), Path(pnnx_bin)]
+        if pnnx_py is not None:
+            write_pnnx_py(pnnx_graph, pnnx_py, pnnx_bin, program_signature=program_signature, source=source)
+            written.append(Path(pnnx_py))
+        if ncnn_py is not None:
+            write_ncnn_py(ncnn_graph, pnnx_graph, ncnn_py, ncnn_param, ncnn_bin, program_signature=program_signature,
+                          source=source)
+            written.append(Path(ncnn_py))
         if progress is not None:
             progress(1, 1)
     return written

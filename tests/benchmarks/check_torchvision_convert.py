@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -41,9 +42,9 @@ FAMILIES = {"classification": ("models", "classification model", lambda name: (1
                       if name in ("r3d_18", "mc3_18", "r2plus1d_18") else (1, 3, 16, 224, 224))}
 
 
-def export_model(name: str, dialect: str, work: Path, family: str = "classification"):
-    """Build torchvision model ``name`` (seeded, calibrated), export it on a seeded input and
-    save ``work/<name>.pt2``: (path, input, PyTorch's output). Raises what torch raises."""
+def build_model(name: str, family: str = "classification"):
+    """``(model, input shape)``: torchvision's ``name`` with seeded random weights and calibrated
+    BatchNorm, in eval mode."""
     import torch
     import torchvision
 
@@ -54,7 +55,15 @@ def export_model(name: str, dialect: str, work: Path, family: str = "classificat
     model = torchvision.models.get_model(name, weights=None, **KWARGS.get(name, {}))
     make_numerics_meaningful(model)
     calibrate_batchnorm(model, shape=shape, batch_size=2 if family == "video" else 4)
-    model.eval()
+    return model.eval(), shape
+
+
+def export_model(name: str, dialect: str, work: Path, family: str = "classification"):
+    """Build torchvision model ``name`` (seeded, calibrated), export it on a seeded input and
+    save ``work/<name>.pt2``: (path, input, PyTorch's output). Raises what torch raises."""
+    import torch
+
+    model, shape = build_model(name, family)
     x = torch.randn(*shape, generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         want = model(x).numpy()
@@ -118,7 +127,7 @@ def run_children(script: Path, names: list[str], extra: list[str], timeout: int,
             except subprocess.TimeoutExpired:
                 rec = {"model": name, "status": "crashed", "detail": f"over {timeout} s"}
             for f in Path(work).iterdir():
-                f.unlink()
+                shutil.rmtree(f) if f.is_dir() else f.unlink()
             rows.append(rec)
             print(f"[{k}/{len(names)} {time.time() - t0:.0f}s] {row(rec)}", flush=True)
     return rows

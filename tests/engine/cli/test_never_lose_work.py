@@ -24,6 +24,7 @@ from tests.fixtures.malformed import MODEL_JSON, json_edit
 ROOT = Path(__file__).resolve().parents[3]
 SAMPLE = ROOT / "resources" / "samples" / "tiny_cnn.pt2"
 SUFFIXES = (".ncnn.param", ".ncnn.bin", ".pnnx.param", ".pnnx.bin")
+SCRIPTS = ("_pnnx.py", "_ncnn.py")
 
 
 def _old_model(folder: Path, stem: str) -> dict[str, bytes]:
@@ -64,12 +65,14 @@ def test_an_incomplete_conversion_writes_nothing_and_keeps_the_old_model(tmp_pat
     assert _listing(tmp_path) == before
 
 
-def test_a_successful_conversion_replaces_all_four_files(tmp_path):
+def test_a_successful_conversion_replaces_all_six_files(tmp_path):
     _old_model(tmp_path, "tiny_cnn")
+    for s in SCRIPTS:
+        (tmp_path / f"tiny_cnn{s}").write_bytes(b"old script")
     shutil.copy(SAMPLE, tmp_path / "tiny_cnn.pt2")
     assert main(["convert", str(tmp_path / "tiny_cnn.pt2"), "-q"]) == 0
     after = _listing(tmp_path)
-    assert sorted(after) == sorted(f"tiny_cnn{s}" for s in SUFFIXES)
+    assert sorted(after) == sorted(f"tiny_cnn{s}" for s in SUFFIXES + SCRIPTS)
     assert all(not v.startswith(b"old ") for v in after.values())
 
 

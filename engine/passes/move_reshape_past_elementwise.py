@@ -53,5 +53,4 @@ def run(graph, cx):
             u = op.outputs[0]
             u.shape = None if x.shape is None else list(x.shape)
             u.meta.update({k: x.meta[k] for k in ("batch", "batch_dim") if k in x.meta})
-        graph.ops.remove(first)
-        graph.ops.insert(graph.ops.index(second), first)
+        graph.move_before(first, second)

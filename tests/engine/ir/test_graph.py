@@ -52,7 +52,7 @@ def test_remove_refuses_used_output_and_bypass_rewires():
 
 def test_lint_detects_use_before_definition_and_duplicates():
     g = small_graph()
-    g.ops.reverse()
+    g.ops = list(reversed(g.ops))
     with pytest.raises(IRError, match="used before"):
         g.lint()
     g.toposort()

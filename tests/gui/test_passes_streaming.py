@@ -1,0 +1,76 @@
+"""The Passes panel shows exactly what the text path shows (every pass's side-by-side diff of
+full text snapshots), and a conversion's pnnx graph is on screen before the conversion ends."""
+from __future__ import annotations
+
+import threading
+
+from gui.panels.passes import PassesPanel, align
+from tests.engine.passes.reference import convert_with_reference
+from tests.gui.conftest import TINY_CNN, TINY_TRANSFORMER, open_model
+
+
+def test_passes_panel_shows_the_diff_of_full_text_snapshots(qtbot):
+    records, texts = convert_with_reference(TINY_TRANSFORMER)
+    panel = PassesPanel()
+    qtbot.addWidget(panel)
+    panel.resize(1200, 600)
+    panel.show()
+    panel.set_records(records)
+    shown = 0
+    for rec in records[1:]:
+        if rec.diff.empty:
+            continue
+        for changes_only in (True, False):
+            panel.changes_only.setChecked(changes_only)
+            assert panel.select_pass(rec.index)
+            panel._show_current()
+            want = align(texts[rec.index - 1], texts[rec.index], changes_only)
+            assert panel.diff.aligned == want, rec.name
+            assert panel.diff.left.toPlainText() == "\n".join(want.left)
+            assert panel.diff.right.toPlainText() == "\n".join(want.right)
+        shown += 1
+    assert shown >= 3
+
+
+def test_the_pnnx_graph_is_shown_before_the_conversion_ends(window, qtbot, monkeypatch):
+    import engine.passes
+    from engine.passes import graph_pass
+
+    # a pass right after the pnnx graph is recorded holds the conversion until the window has
+    # laid that graph out (a tiny model would otherwise finish converting first)
+    laid_out = threading.Event()
+
+    @graph_pass("wait_for_the_window")
+    def wait(graph, cx):
+        assert laid_out.wait(60), "the pnnx graph was not shown while converting"
+
+    pipeline = list(engine.passes.PIPELINE)
+    at = [getattr(p, "pass_name", "") for p in pipeline].index("record_pnnx_graph") + 1
+    monkeypatch.setattr(engine.passes, "PIPELINE", pipeline[:at] + [wait] + pipeline[at:])
+    seen, layouts = [], []
+
+    def started(task):
+        if task.name == "Conversion":
+            task.partial.connect(lambda p, t=task: seen.append((p, t.is_done, window.right_panel.full_graph)))
+        if task.name == "layout of the right graph":
+            layouts.append(task)
+
+    def right_ready():
+        if seen and window.right_panel.graph is not None:
+            laid_out.set()
+
+    window.runner.taskStarted.connect(started)
+    window.right_panel.layoutReady.connect(right_ready)
+    open_model(window, TINY_CNN)
+    assert len(seen) == 1
+    preview, conversion_done, shown = seen[0]
+    assert not conversion_done and shown is preview.display  # on screen while lowering to ncnn
+    assert {n.type for n in preview.display.nodes} >= {"nn.Conv2d", "pnnx.Output"}
+    conv = window.doc.conversion
+    final = conv.displays["pnnx"]
+    assert [n.name for n in final.nodes] == [n.name for n in preview.display.nodes]
+    # the final graph replaced the preview in place: laid out once
+    assert window.right_panel.full_graph is final and len(layouts) == 1
+    assert window.right_panel.graph.vocabulary == "pnnx" and len(window.right_panel.scene.nodes) == len(final.nodes)
+    # the conversion reused the document's ATen graph and its display (no problems to mark)
+    assert conv.result.aten is window.doc.aten and conv.aten_display is window.doc.aten_display

@@ -93,16 +93,14 @@ def write_ncnn(graph: Graph, param_path: str | os.PathLike, bin_path: str | os.P
                 want = L.expected_weights(op.type, op.params)
                 for (key, attr), w in zip(op.attrs.items(), want):
                     data = np.asarray(attr.data)
-                    reason = nonfinite_reason(key, data, fp16 and w.tagged) if warn is not None else None
+                    try:
+                        nonfinite = ncnn_bin.write_weight(data, bf.write, tagged=w.tagged, fp16=fp16)
+                    except (TypeError, ValueError) as e:
+                        raise WriteError(os.fspath(bin_path), f"layer {op.name!r} weight {key!r}: {e}") from None
+                    reason = nonfinite_reason(key, data, fp16 and w.tagged) if nonfinite and warn is not None else None
                     if reason:
                         log.warning("layer %s: %s", op.name, reason)
                         warn(op, reason)
-                    try:
-                        chunks = ncnn_bin.encode(data, tagged=w.tagged, fp16=fp16)
-                    except (TypeError, ValueError) as e:
-                        raise WriteError(os.fspath(bin_path), f"layer {op.name!r} weight {key!r}: {e}") from None
-                    for c in chunks:
-                        bf.write(c)
                     if w.tagged and fp16 and attr.dtype != "i8":
                         n_fp16 += 1
                     else:

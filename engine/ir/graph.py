@@ -534,10 +534,11 @@ class Graph:
     def replace_all_uses(self, old: Operand, new: Operand) -> None:
         """Make every consumer of ``old`` read ``new`` instead."""
         for c in list(old.consumers):
-            for i, x in enumerate(c.inputs):
-                if x is old:
-                    c.inputs[i] = new
-                    new.consumers.append(c)
+            ins = c.inputs
+            uses = ins.count(old)  # operands compare by identity
+            if uses:
+                ins[:] = [new if x is old else x for x in ins]
+                new.consumers.extend([c] * uses)
             touch(c)
         old.consumers.clear()
 
@@ -584,16 +585,15 @@ class Graph:
         """Remove operators whose outputs are all unused (except those ``keep`` protects and
         graph outputs). Returns how many were removed."""
         removed = 0
-        changed = True
-        while changed:
-            changed = False
-            for op in reversed(list(self.ops)):
-                if op.type in _OUTPUTS or (keep and keep(op)):
-                    continue
-                if op.outputs and all(not o.consumers for o in op.outputs):
-                    self.remove_op(op)
-                    removed += 1
-                    changed = True
+        pending = list(self._ordered())  # popped last first: readers before what they read
+        while pending:
+            op = pending.pop()
+            if op not in self._next or op.type in _OUTPUTS or (keep and keep(op)):
+                continue
+            if op.outputs and all(not o.consumers for o in op.outputs):
+                pending.extend(i.producer for i in op.inputs if i.producer is not None)
+                self.remove_op(op)
+                removed += 1
         for name in [n for n, o in self.operands.items() if o.producer is None and not o.consumers]:
             del self.operands[name]
         return removed

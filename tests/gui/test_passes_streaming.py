@@ -74,3 +74,60 @@ def test_the_pnnx_graph_is_shown_before_the_conversion_ends(window, qtbot, monke
     assert window.right_panel.graph.vocabulary == "pnnx" and len(window.right_panel.scene.nodes) == len(final.nodes)
     # the conversion reused the document's ATen graph and its display (no problems to mark)
     assert conv.result.aten is window.doc.aten and conv.aten_display is window.doc.aten_display
+
+
+def _coloured_rows(ed) -> dict[int, str]:
+    """Row → background colour name of the full-width selections of an editor."""
+    from PySide6.QtGui import QTextFormat
+
+    return {s.cursor.blockNumber(): s.format.background().color().name() for s in ed.extraSelections()
+            if s.format.property(QTextFormat.Property.FullWidthSelection)}
+
+
+def test_diff_colours_follow_the_rows_on_screen(qtbot):
+    """A pass that changed every operator: the rows on screen are coloured (and only rows
+    around them), scrolling to the end colours the end, and changed rows mark the characters
+    that differ."""
+    from gui.panels.passes import _differing_spans
+
+    records, texts = convert_with_reference(TINY_CNN)
+    panel = PassesPanel()
+    qtbot.addWidget(panel)
+    panel.resize(1000, 260)
+    panel.show()
+    qtbot.waitExposed(panel)
+    panel.set_records(records)
+    panel.changes_only.setChecked(False)
+    panel.diff.MARGIN = 4  # a small window, so this small model has rows outside it
+    rec = max(records[1:], key=lambda r: r.diff.counts()["changed"])
+    assert panel.select_pass(rec.index)
+    diff = panel.diff
+    d = diff.aligned
+    colours = {k: c.name() for k, c in diff._colours.items()}
+
+    def check_screen():
+        qtbot.wait(20)
+        top, bottom = diff._rows_on_screen()
+        for ed, side in ((diff.left, "left"), (diff.right, "right")):
+            rows = _coloured_rows(ed)
+            for i in range(top, min(bottom, len(d.kinds))):
+                kind = d.kinds[i]
+                if kind == "equal" or (kind, side) in (("added", "left"), ("removed", "right")):
+                    assert i not in rows
+                else:
+                    assert rows[i] == colours[kind], (i, kind)
+                    if kind == "changed":
+                        spans = [(s.cursor.selectionStart() - ed.document().findBlockByNumber(i).position(),
+                                  s.cursor.selectionEnd() - ed.document().findBlockByNumber(i).position())
+                                 for s in ed.extraSelections() if s.cursor.blockNumber() == i and s.cursor.hasSelection()]
+                        assert spans == _differing_spans(d.left[i], d.right[i], side)
+        return top, bottom
+
+    top, bottom = check_screen()
+    assert any(k == "changed" for k in d.kinds) and len(d.kinds) > bottom + 50
+    far = [i for i in range(bottom + 10, len(d.kinds)) if d.kinds[i] != "equal"]
+    assert far and not set(far) & set(_coloured_rows(diff.right))  # not coloured before they show
+    sb = diff.left.verticalScrollBar()
+    sb.setValue(sb.maximum())
+    top_end, bottom_end = check_screen()
+    assert bottom_end >= len(d.kinds) - 1 and top_end > top

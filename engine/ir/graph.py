@@ -431,28 +431,24 @@ class Graph:
             prev, nxt = after, self._next[after]
         else:
             prev, nxt = self._tail, None
-        self._prev[op], self._next[op] = prev, nxt
-        if prev is None:
-            self._head = op
-        else:
-            self._next[prev] = op
-        if nxt is None:
-            self._tail = op
-        else:
-            self._prev[nxt] = op
+        self._join(prev, op)
+        self._join(op, nxt)
         self._changed()
 
     def _unlink(self, op: Operator) -> None:
-        prev, nxt = self._prev.pop(op), self._next.pop(op)
-        if prev is None:
-            self._head = nxt
-        else:
-            self._next[prev] = nxt
-        if nxt is None:
-            self._tail = prev
-        else:
-            self._prev[nxt] = prev
+        self._join(self._prev.pop(op), self._next.pop(op))
         self._changed()
+
+    def _join(self, first: Operator | None, second: Operator | None) -> None:
+        """Make ``second`` follow ``first`` (None: the start / the end of the order)."""
+        if first is None:
+            self._head = second
+        else:
+            self._next[first] = second
+        if second is None:
+            self._tail = first
+        else:
+            self._prev[second] = first
 
     def move_before(self, op: Operator, anchor: Operator) -> None:
         """Move ``op`` (in the graph) to just before ``anchor``."""

@@ -31,25 +31,16 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 RESULTS = HERE / "results"
 WORK = Path("/tmp/pt2ncnn-bench-scale/torchvision")
-KWARGS = {"googlenet": {"aux_logits": False, "init_weights": True},
-          "inception_v3": {"aux_logits": False, "init_weights": True}}
 
 
 def export_one(name: str, work: Path) -> dict:
     """Build and export one classifier (in a child process)."""
     import torch
-    import torchvision
 
     sys.path.insert(0, str(ROOT))
-    from tests.benchmarks.convert_zoo import calibrate_batchnorm, make_numerics_meaningful
+    from tests.benchmarks.convert_zoo import classifier
 
-    size = 299 if name == "inception_v3" else 224
-    torch.manual_seed(0)
-    model = torchvision.models.get_model(name, weights=None, **KWARGS.get(name, {}))
-    make_numerics_meaningful(model)
-    calibrate_batchnorm(model, shape=(1, 3, size, size))
-    model.eval()
-    x = torch.randn(1, 3, size, size, generator=torch.Generator().manual_seed(1))
+    model, x = classifier(name)
     with torch.no_grad():
         ep = torch.export.export(model, (x,))
     path = work / f"{name}.pt2"

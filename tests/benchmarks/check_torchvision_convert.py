@@ -27,31 +27,21 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "tests" / "benchmarks" / "results"
 TOL = 1e-3
-#: builder arguments a model needs to export as a plain classifier
-KWARGS = {"googlenet": {"aux_logits": False, "init_weights": True},
-          "inception_v3": {"aux_logits": False, "init_weights": True}}
 
 
 def one(name: str, dialect: str, work: Path) -> dict:
     """Build, export, convert and compare one model (runs in a child process)."""
     import numpy as np
     import torch
-    import torchvision
 
     from engine.convert import ConvertOptions, convert
-    from tests.benchmarks.convert_zoo import calibrate_batchnorm, make_numerics_meaningful
+    from tests.benchmarks.convert_zoo import classifier
     from tests.ncnn_runtime import run
 
-    size = 299 if name == "inception_v3" else 224
     rec: dict = {"model": name}
     t0 = time.perf_counter()
     try:
-        torch.manual_seed(0)
-        model = torchvision.models.get_model(name, weights=None, **KWARGS.get(name, {}))
-        make_numerics_meaningful(model)
-        calibrate_batchnorm(model, shape=(1, 3, size, size))
-        model.eval()
-        x = torch.randn(1, 3, size, size, generator=torch.Generator().manual_seed(1))
+        model, x = classifier(name)
         with torch.no_grad():
             want = model(x).numpy()
         ep = torch.export.export(model, (x,))

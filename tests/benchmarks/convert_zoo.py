@@ -103,3 +103,24 @@ def example_input(seed: int = 0):
 
     g = torch.Generator().manual_seed(seed + 1)
     return torch.randn(*INPUT_SHAPE, generator=g)
+
+
+#: builder arguments a torchvision classifier needs to export as a plain classifier
+CLASSIFIER_KWARGS = {"googlenet": {"aux_logits": False, "init_weights": True},
+                     "inception_v3": {"aux_logits": False, "init_weights": True}}
+
+
+def classifier(name: str):
+    """``(model, x)``: torchvision classifier ``name`` (any of ``torchvision.models.list_models``)
+    built like :func:`build` (seed 0, meaningful numerics, calibrated BatchNorm, eval mode) and
+    its seeded 1×3×224×224 input (299 for Inception-v3)."""
+    import torch
+    import torchvision
+
+    size = 299 if name == "inception_v3" else 224
+    torch.manual_seed(0)
+    model = torchvision.models.get_model(name, weights=None, **CLASSIFIER_KWARGS.get(name, {}))
+    make_numerics_meaningful(model)
+    calibrate_batchnorm(model, shape=(1, 3, size, size))
+    model.eval()
+    return model, torch.randn(1, 3, size, size, generator=torch.Generator().manual_seed(1))

@@ -9,13 +9,20 @@ from tests.engine.passes.reference import convert_with_reference
 from tests.gui.conftest import TINY_CNN, TINY_TRANSFORMER, open_model
 
 
-def test_passes_panel_shows_the_diff_of_full_text_snapshots(qtbot):
-    records, texts = convert_with_reference(TINY_TRANSFORMER)
+def _panel(qtbot, model, width: int, height: int):
+    """A shown Passes panel with the records of converting ``model``, and the reference texts."""
+    records, texts = convert_with_reference(model)
     panel = PassesPanel()
     qtbot.addWidget(panel)
-    panel.resize(1200, 600)
+    panel.resize(width, height)
     panel.show()
+    qtbot.waitExposed(panel)
     panel.set_records(records)
+    return panel, records, texts
+
+
+def test_passes_panel_shows_the_diff_of_full_text_snapshots(qtbot):
+    panel, records, texts = _panel(qtbot, TINY_TRANSFORMER, 1200, 600)
     shown = 0
     for rec in records[1:]:
         if rec.diff.empty:
@@ -90,13 +97,7 @@ def test_diff_colours_follow_the_rows_on_screen(qtbot):
     that differ."""
     from gui.panels.passes import _differing_spans
 
-    records, texts = convert_with_reference(TINY_CNN)
-    panel = PassesPanel()
-    qtbot.addWidget(panel)
-    panel.resize(1000, 260)
-    panel.show()
-    qtbot.waitExposed(panel)
-    panel.set_records(records)
+    panel, records, texts = _panel(qtbot, TINY_CNN, 1000, 260)
     panel.changes_only.setChecked(False)
     panel.diff.MARGIN = 4  # a small window, so this small model has rows outside it
     rec = max(records[1:], key=lambda r: r.diff.counts()["changed"])

@@ -348,6 +348,15 @@ class OpList(Sequence):
     def count(self, op: Operator) -> int:
         return 1 if op in self else 0
 
+    def copy(self) -> list[Operator]:
+        return list(self._g._ordered())
+
+    def __add__(self, other) -> list[Operator]:
+        return self._g._ordered() + list(other)
+
+    def __radd__(self, other) -> list[Operator]:
+        return list(other) + self._g._ordered()
+
     def append(self, op: Operator) -> None:
         self._g._link(op)
 

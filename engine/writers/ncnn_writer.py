@@ -77,7 +77,8 @@ def write_ncnn(graph: Graph, param_path: str | os.PathLike, bin_path: str | os.P
     path and the reason, or listing the graph's problems) and leaves no partial files. Weights
     holding NaN or infinite values are written as they are and reported to ``warn`` (checked
     while each weight is in memory for writing: no second read)."""
-    problems = check_graph(graph)
+    loads: dict[int, list[L.LoadedWeight]] = {}
+    problems = check_graph(graph, loads)
     if problems:
         raise WriteError(os.fspath(param_path), summarize(problems))
     try:
@@ -90,7 +91,7 @@ def write_ncnn(graph: Graph, param_path: str | os.PathLike, bin_path: str | os.P
         pf.write(text)
         for k, op in enumerate(layers):
             if op.attrs and not op.meta.get("custom_layer"):
-                want = L.expected_weights(op.type, op.params)
+                want = loads[id(op)]
                 for (key, attr), w in zip(op.attrs.items(), want):
                     data = np.asarray(attr.data)
                     try:

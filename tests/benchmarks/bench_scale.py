@@ -211,7 +211,7 @@ def child_studio(a: dict) -> dict:
 
 # ------------------------------------------------------------------------------- parent
 def measure(kind: str, size: int, args) -> dict:
-    path = big_graphs.export_model(kind, size, trace=not args.no_pnnx)
+    path = big_graphs.export_model(kind, size, trace=not args.no_pnnx and size <= args.pnnx_max_nodes)
     row: dict = {"kind": kind, "target": size, "mb": round(path.stat().st_size / 2**20, 1)}
     row.update(_child("engine", {"path": str(path), "runs": args.runs}))
     with tempfile.TemporaryDirectory() as d:

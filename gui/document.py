@@ -193,16 +193,33 @@ def snapshot_counts(snapshot: str) -> NodeCounts:
     return NodeCounts(counts[OP], counts[INPUT] + counts[OUTPUT], counts[PARAM])
 
 
+@dataclass
+class PnnxPreview:
+    """The pnnx graph of a conversion still running (lowering to ncnn), streamed to the window
+    so it can be shown before the conversion ends."""
+
+    display: DisplayGraph
+    provenance: ProvenanceIndex
+
+
 def convert_document(ctx, doc: Document, options: ConvertOptions) -> Conversion:
-    """Run the converter on the document's program, then read its weights (worker thread)."""
+    """Run the converter on the document's program, then read its weights (worker thread). The
+    pnnx graph goes to the GUI (``ctx.partial(PnnxPreview)``) as soon as it exists."""
     t0 = time.perf_counter()
-    result = convert(doc.program, options, progress=ctx.progress, cancel=ctx)
+
+    def on_pnnx(graph: Graph, diagnostics: list[Diagnostic]) -> None:
+        ctx.partial(PnnxPreview(display_graph(graph, "pnnx", problems_by_operator(diagnostics)),
+                                ProvenanceIndex(doc.aten, graph)))
+
+    result = convert(doc.program, options, progress=ctx.progress, cancel=ctx, graph=doc.aten, on_pnnx=on_pnnx)
     ctx.check()
     weights = check_weights(ctx, doc)
     counts = [snapshot_counts(r.snapshot) for r in result.records]
     diags = result.diagnostics + weights
     by_node, by_op = problems_by_node(diags), problems_by_operator(diags)
-    aten_disp = display_graph(result.aten, "aten", by_node)
+    # the ATen graph converted is the document's own: without problems its display is the same
+    aten_disp = display_graph(result.aten, "aten", by_node) if by_node or result.aten is not doc.aten \
+        else doc.aten_display
     displays: dict[str, DisplayGraph] = {}
     prov: dict[str, ProvenanceIndex] = {}
     for key, g in (("pnnx", result.pnnx), ("ncnn", result.ncnn)):

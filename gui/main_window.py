@@ -25,8 +25,8 @@ from engine.convert import ConvertOptions
 from . import app_version, theme
 from .actions import build_actions
 from .convert_dialog import ConvertDialog
-from .document import (Conversion, Document, PassView, conversion_status, convert_document, open_document,
-                       pass_snapshot)
+from .document import (Conversion, Document, PassView, PnnxPreview, conversion_status, convert_document,
+                       open_document, pass_snapshot)
 from .errors import ErrorReporter
 from .export_flow import ExportFlow, export_paths
 from .export_flow import write_files as _write_files  # noqa: F401  (kept importable from here)
@@ -288,8 +288,17 @@ class MainWindow(QMainWindow):
         if doc.conversion is None:
             self.right_panel.show_graph(None, message=f"Converting {doc.name}…")
         return self.runner.submit("Conversion", convert_document, doc, opts, group="convert",
+                                  on_partial=lambda preview, d=doc: self._on_pnnx_preview(d, preview),
                                   on_result=lambda conv, d=doc: self._on_converted(d, conv),
                                   on_error=lambda e: self._on_convert_failed(doc))
+
+    def _on_pnnx_preview(self, doc: Document, preview: PnnxPreview) -> None:
+        """The pnnx graph of the conversion still running: shown at once if it is the view."""
+        if doc is not self.doc or self.right_key != "pnnx" or self.pass_view is not None:
+            return
+        self.right_panel.set_mode("pnnx")
+        self.right_panel.show_graph(preview.display)
+        self.sync.set_index(preview.provenance)
 
     def _on_convert_failed(self, doc: Document) -> None:
         if doc is self.doc:
@@ -303,9 +312,17 @@ class MainWindow(QMainWindow):
         doc.conversion = conv
         self.pass_view = None
         r = conv.result
-        self.aten_panel.update_graph(conv.aten_display)
+        if conv.aten_display is not self.aten_panel.full_graph:
+            self.aten_panel.update_graph(conv.aten_display)
         self.right_panel.set_mode_enabled("pass", True)
-        self.show_right(self.right_key)
+        previewed = self.right_panel.full_graph
+        if self.right_key == "pnnx" and previewed is not None and previewed.vocabulary == "pnnx" \
+                and "pnnx" in conv.displays:
+            self.right_panel.update_graph(conv.displays["pnnx"])  # in place: laid out already
+            self.sync.set_index(conv.provenance["pnnx"])
+            self._update_search_graphs()
+        else:
+            self.show_right(self.right_key)
         self.passes.set_records(r.records, conv.pass_counts)
         self.problems.set_diagnostics(conv.diagnostics)
         self.status(conversion_status(conv))

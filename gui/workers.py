@@ -1,10 +1,11 @@
 """Every thread the GUI starts: :class:`TaskRunner` runs functions on a ``QThreadPool``.
 
 A task is a plain function ``fn(ctx, *args)`` run in a worker thread; ``ctx`` is a
-:class:`TaskContext` with ``progress(done, total, message)`` and ``cancelled``/``check()``.
-The :class:`Task` handle lives in the GUI thread: its signals (``progressed``, ``succeeded``,
-``failed``, ``cancelled``, ``finished``) are always delivered there, so callers never touch
-widgets from a worker. Failures of every task also go to one place, the runner's ``error``
+:class:`TaskContext` with ``progress(done, total, message)``, ``partial(value)`` (a result
+streamed before the end: the pnnx graph of a conversion still lowering to ncnn) and
+``cancelled``/``check()``. The :class:`Task` handle lives in the GUI thread: its signals
+(``progressed``, ``partial``, ``succeeded``, ``failed``, ``cancelled``, ``finished``) are
+always delivered there, so callers never touch widgets from a worker. Failures of every task also go to one place, the runner's ``error``
 signal (the window connects it to :class:`gui.errors.ErrorReporter`).
 
 Cancellation is cooperative: :meth:`Task.cancel` sets a flag the function polls (the engine's
@@ -67,11 +68,16 @@ class TaskContext:
         self._last = now
         self._task._progress_from_worker.emit(int(done), int(total), str(message))
 
+    def partial(self, value: Any) -> None:
+        """Hand a part of the result to the GUI thread now (the task's ``partial`` signal)."""
+        self._task._partial_from_worker.emit(value)
+
 
 class Task(QObject):
     """Handle of one task, living in the GUI thread."""
 
     progressed = Signal(int, int, str)
+    partial = Signal(object)  #: a part of the result, before the end (see TaskContext.partial)
     succeeded = Signal(object)
     failed = Signal(object)  #: the exception (its ``__traceback__`` is kept)
     cancelled = Signal()
@@ -79,6 +85,7 @@ class Task(QObject):
 
     # emitted from the worker thread, delivered (queued) to this object's slots
     _progress_from_worker = Signal(int, int, str)
+    _partial_from_worker = Signal(object)
     _done_from_worker = Signal(str, object)
 
     def __init__(self, name: str, fn: Callable[..., Any], args: tuple, kwargs: dict, group: str | None = None):
@@ -99,6 +106,7 @@ class Task(QObject):
         self._cancel_event = threading.Event()
         self._ended = threading.Event()  #: set by the worker once the function returned or raised
         self._progress_from_worker.connect(self._on_progress)
+        self._partial_from_worker.connect(self._on_partial)
         self._done_from_worker.connect(self._on_done)
 
     @property
@@ -148,6 +156,12 @@ class Task(QObject):
         self.progress = (done, total, message)
         self.progressed.emit(done, total, message)
 
+    @Slot(object)
+    def _on_partial(self, value: object) -> None:
+        if self.is_done or self._cancel_event.is_set():
+            return
+        self.partial.emit(value)
+
     @Slot(str, object)
     def _on_done(self, state: str, payload: object) -> None:
         self.seconds = time.perf_counter() - self.started_at
@@ -196,6 +210,7 @@ class TaskRunner(QObject):
     def submit(self, name: str, fn: Callable[..., Any], *args: Any, group: str | None = None,
                on_result: Callable[[Any], None] | None = None,
                on_progress: Callable[[int, int, str], None] | None = None,
+               on_partial: Callable[[Any], None] | None = None,
                on_error: Callable[[BaseException], None] | None = None,
                on_finished: Callable[[], None] | None = None,
                report_errors: bool = True, quiet: bool = False, **kwargs: Any) -> Task:
@@ -212,6 +227,8 @@ class TaskRunner(QObject):
             task.succeeded.connect(on_result)
         if on_progress is not None:
             task.progressed.connect(on_progress)
+        if on_partial is not None:
+            task.partial.connect(on_partial)
         if on_error is not None:
             task.failed.connect(on_error)
         if report_errors:

@@ -14,6 +14,7 @@ files are written unless ``--partial``); 2 bad input or usage.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import sys
 from pathlib import Path
@@ -106,6 +107,19 @@ def _script_paths(args, kv: dict[str, str], paths: dict[str, Path | None]) -> di
 
 
 def run(args) -> int:
+    # Cyclic garbage collection off for the command: converting allocates many small objects
+    # that live until the end, and the collector's walks over them only cost time. In the
+    # console script the process ends right after, so nothing is collected at all.
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _run(args)
+    finally:
+        if gc_was_enabled and not getattr(args, "exiting", False):
+            gc.enable()
+
+
+def _run(args) -> int:
     from engine.convert import ConvertOptions, convert
     from engine.convert.inputshape import parse_inputshape
     from engine.diagnostics import format_table
@@ -119,10 +133,10 @@ def run(args) -> int:
     if fp16_text not in ("0", "1"):
         raise UsageError(f"fp16 must be 0 or 1, not {fp16_text!r}")
     shape_text = args.inputshape or kv.get("inputshape")
-    # pass snapshots (half of engine.convert's time) only when something shows them
+    # pass snapshots and the ATen graph's copy only when something shows them
     options = ConvertOptions(fp16=fp16_text == "1", input_shapes=parse_inputshape(shape_text) if shape_text else None,
                              converters=list(args.converters), model=args.model_name,
-                             snapshots=bool(args.dump_passes or args.report))
+                             snapshots=bool(args.dump_passes or args.report), keep_aten=bool(args.report))
     paths = _paths(args, kv)  # usage errors before the work
     result = convert(args.model, options)
     if args.dump_passes:

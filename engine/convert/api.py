@@ -8,6 +8,8 @@ conversion that did not complete unless asked (``partial=True``).
 """
 from __future__ import annotations
 
+import contextlib
+import gc
 import logging
 import time
 from dataclasses import dataclass, field
@@ -32,14 +34,15 @@ class ConvertOptions:
     input_shapes: Sequence[Sequence[int]] | None = None  #: concrete shapes for symbolic dims, per user input
     converters: Sequence[str | Path] = ()  #: plug-in files loaded for this run
     lint: bool = False  #: lint the graph after every pass (tests)
-    snapshots: bool = True  #: keep a text snapshot and diff per pass
+    snapshots: bool = True  #: keep a snapshot and diff per pass (``PassRecord``)
     model: str | None = None  #: which model of a multi-model package
+    keep_aten: bool = True  #: keep a copy of the graph as built (``ConversionResult.aten``; coverage needs it)
 
 
 @dataclass
 class ConversionResult:
     program: Any  #: the engine.ExportedProgram converted
-    aten: Graph  #: the graph as built from the program (ATen vocabulary)
+    aten: Graph | None  #: the graph as built from the program (ATen vocabulary; None without ``keep_aten``)
     pnnx: Graph | None  #: the graph after ATen→pnnx lowering and pnnx-level passes
     ncnn: Graph  #: the final ncnn graph
     records: list[PassRecord]
@@ -128,12 +131,34 @@ def _resolve_program(source, model: str | None):
     return source  # an ExportedProgram
 
 
+@contextlib.contextmanager
+def _no_cyclic_gc():
+    """Cyclic garbage collection off while the passes run: they allocate many small objects
+    (operators, operands, parameter dicts) while the decoded program is alive, and the
+    collector's full walks of that heap cost more than the passes themselves (2.1× on a
+    10k-node graph). Operators the passes drop are freed by the next collection after."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def convert(source, options: ConvertOptions | None = None, *,
             progress: Callable[[int, int, str], None] | None = None,
-            cancel: Callable[[], bool] | None = None) -> ConversionResult:
+            cancel: Callable[[], bool] | None = None, graph: Graph | None = None,
+            on_pnnx: Callable[[Graph, list[Diagnostic]], None] | None = None) -> ConversionResult:
     """Convert a ``.pt2`` path, a Package or an ExportedProgram. Unsupported operators are
     reported as diagnostics in the result; a bad file raises PT2FormatError; a failing pass
-    raises ConversionError naming it; a bad plug-in raises PluginError."""
+    raises ConversionError naming it; a bad plug-in raises PluginError.
+
+    ``graph``: the program's graph as :func:`engine.build.build_graph` made it, when the caller
+    has it already (it is not changed: a copy is converted, and it becomes the result's ``aten``).
+    ``on_pnnx(graph, diagnostics)`` is called, in the converting thread, with the pnnx-level
+    graph and the diagnostics so far as soon as they exist, before the lowering to ncnn runs
+    (a viewer can show it while the conversion goes on)."""
     from .. import converters  # noqa: F401  (registers the built-in rules)
     from ..build import build_graph
     from ..passes import PIPELINE, PassContext, PassError, PassManager
@@ -142,15 +167,26 @@ def convert(source, options: ConvertOptions | None = None, *,
     opts = options or ConvertOptions()
     t0 = time.perf_counter()
     ep = _resolve_program(source, opts.model)
-    with plugin_scope(opts.converters):
-        graph = build_graph(ep)
-        if opts.input_shapes:
-            from .inputshape import apply_input_shapes
+    with plugin_scope(opts.converters), _no_cyclic_gc():
+        if graph is not None and not opts.input_shapes:
+            aten = graph if opts.keep_aten else None
+            graph = graph.copy()
+        else:
+            graph = graph.copy() if graph is not None else build_graph(ep)
+            if opts.input_shapes:
+                from .inputshape import apply_input_shapes
 
-            apply_input_shapes(graph, opts.input_shapes)
-        aten = graph.copy()
+                apply_input_shapes(graph, opts.input_shapes)
+            aten = graph.copy() if opts.keep_aten else None
         cx = PassContext(options=opts, diagnostics=DiagnosticList(), program=ep)
-        pm = PassManager(PIPELINE, lint=opts.lint, snapshots=opts.snapshots, progress=progress, cancel=cancel)
+
+        def after_pass(_record, _graph, cx: PassContext) -> None:
+            if on_pnnx is not None and "pnnx_graph" in cx.state and not cx.state.get("pnnx_published"):
+                cx.state["pnnx_published"] = True
+                on_pnnx(cx.state["pnnx_graph"], list(cx.diagnostics))
+
+        pm = PassManager(PIPELINE, lint=opts.lint, snapshots=opts.snapshots, progress=progress, cancel=cancel,
+                         after_pass=after_pass)
         try:
             records = pm.run(graph, cx)
         except PassError as e:

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -126,9 +127,73 @@ class Attribute:
         return f"Attribute({self.shape}, {self.dtype})"
 
 
-@dataclass(eq=False)
+class TrackedDict(dict):
+    """A dict that counts its changes in :attr:`version` (reads cost what a dict's cost).
+    Operators made by a :class:`Graph` hold their ``params`` and ``attrs`` in one, so a pass
+    snapshot can tell an operator that did not change without formatting it."""
+
+    __slots__ = ("version",)
+
+    def __init__(self, *args, **kwargs) -> None:
+        dict.__init__(self, *args, **kwargs)
+        self.version = 0
+
+    def __setitem__(self, key, value) -> None:
+        dict.__setitem__(self, key, value)
+        self.version += 1
+
+    def __delitem__(self, key) -> None:
+        dict.__delitem__(self, key)
+        self.version += 1
+
+    def __ior__(self, other):
+        dict.update(self, other)
+        self.version += 1
+        return self
+
+    def pop(self, *args):
+        self.version += 1
+        return dict.pop(self, *args)
+
+    def popitem(self):
+        self.version += 1
+        return dict.popitem(self)
+
+    def setdefault(self, key, default=None):
+        self.version += 1
+        return dict.setdefault(self, key, default)
+
+    def update(self, *args, **kwargs) -> None:
+        dict.update(self, *args, **kwargs)
+        self.version += 1
+
+    def clear(self) -> None:
+        dict.clear(self)
+        self.version += 1
+
+    def __reduce__(self):
+        return (TrackedDict, (dict(self),))
+
+
+#: Operator fields that its text line shows (assigning one counts as a change)
+_LINE_FIELDS = frozenset({"type", "name", "inputs", "outputs", "params", "attrs", "input_names", "provenance"})
+#: Operand fields that its producer's (and, for the name, its consumers') line shows
+_OPERAND_LINE_FIELDS = frozenset({"name", "shape", "dtype"})
+
+
+def touch(op: "Operator") -> None:
+    """Count a change of ``op`` made in place (its ``inputs`` list, a nested value): what
+    :class:`Graph` methods do after changing an operator's lists."""
+    op.__dict__["_v"] += 1
+
+
+@dataclass(eq=False, init=False)
 class Operand:
-    """A value flowing between operators (a "blob" in ncnn)."""
+    """A value flowing between operators (a "blob" in ncnn).
+
+    Assigning ``name``, ``shape`` or ``dtype`` counts as a change of the producer (whose line
+    annotates the operand) and, for ``name``, of the consumers; change a shape by assigning a
+    new list, not in place."""
 
     name: str
     producer: "Operator | None" = None
@@ -138,6 +203,27 @@ class Operand:
     #: Free annotations (e.g. ``{"const": value}`` for a folded scalar); copied with the graph.
     meta: dict[str, Any] = field(default_factory=dict)
 
+    def __init__(self, name: str, producer: "Operator | None" = None, consumers: list["Operator"] | None = None,
+                 dtype: str | None = None, shape: list[Dim] | None = None, meta: dict[str, Any] | None = None):
+        d = self.__dict__
+        d["name"] = name
+        d["producer"] = producer
+        d["consumers"] = [] if consumers is None else consumers
+        d["dtype"] = dtype
+        d["shape"] = shape
+        d["meta"] = {} if meta is None else meta
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        d = self.__dict__
+        d[key] = value
+        if key in _OPERAND_LINE_FIELDS:
+            producer = d["producer"]
+            if producer is not None:
+                producer.__dict__["_v"] += 1
+            if key == "name":
+                for c in d["consumers"]:
+                    c.__dict__["_v"] += 1
+
     @property
     def rank(self) -> int | None:
         return None if self.shape is None else len(self.shape)
@@ -146,11 +232,16 @@ class Operand:
         return f"%{self.name}"
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, init=False)
 class Operator:
     """One operation. ``params`` are scalar/list parameters (str keys for ATen/pnnx, int ids
     for ncnn); ``attrs`` are weights; ``input_names`` optionally names inputs (pnnx ``$key``);
-    ``meta`` holds free annotations that passes may use (not part of the text form)."""
+    ``meta`` holds free annotations that passes may use (not part of the text form).
+
+    Changes are counted for pass snapshots (:mod:`engine.ir.snapshot`): assigning a field,
+    changing ``params``/``attrs`` through their dict methods, or a :class:`Graph` method.
+    A pass that changes a list in place (``op.inputs``, a list inside ``params``) calls
+    :func:`touch` or assigns a new list instead; lint mode checks every snapshot."""
 
     type: str
     name: str
@@ -161,6 +252,28 @@ class Operator:
     input_names: list[str] = field(default_factory=list)
     provenance: Provenance = field(default_factory=Provenance)
     meta: dict[str, Any] = field(default_factory=dict)
+
+    def __init__(self, type: str, name: str, inputs: list[Operand] | None = None,
+                 outputs: list[Operand] | None = None, params: dict[Any, Any] | None = None,
+                 attrs: dict[str, Attribute] | None = None, input_names: list[str] | None = None,
+                 provenance: Provenance | None = None, meta: dict[str, Any] | None = None):
+        d = self.__dict__
+        d["type"] = type
+        d["name"] = name
+        d["inputs"] = [] if inputs is None else inputs
+        d["outputs"] = [] if outputs is None else outputs
+        d["params"] = TrackedDict() if params is None else params
+        d["attrs"] = TrackedDict() if attrs is None else attrs
+        d["input_names"] = [] if input_names is None else input_names
+        d["provenance"] = _NO_PROVENANCE if provenance is None else provenance
+        d["meta"] = {} if meta is None else meta
+        d["_v"] = 0  #: change count (see the class docstring)
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        d = self.__dict__
+        d[key] = value
+        if key in _LINE_FIELDS:
+            d["_v"] += 1
 
     def input(self, i: int = 0) -> Operand:
         return self.inputs[i]
@@ -177,16 +290,181 @@ class Operator:
         return f"<{self.type} {self.name}>"
 
 
+_NO_PROVENANCE = Provenance()
+
+
+class OpList(Sequence):
+    """The operators of a :class:`Graph` in order, as a read-only list-like view
+    (:attr:`Graph.ops`): iteration, ``len``, indexing and slicing, ``in`` (constant time) and
+    :meth:`index`. Iterating goes over the order as it was when the loop started, so a pass may
+    add and remove operators while it walks the graph. Changing the order goes through the
+    graph (:meth:`Graph.add_op`, :meth:`Graph.remove_op`, :meth:`Graph.move_before`); the
+    list methods ``append``/``insert``/``remove`` are kept for callers written against the
+    plain list this used to be."""
+
+    __slots__ = ("_g",)
+
+    def __init__(self, graph: "Graph") -> None:
+        self._g = graph
+
+    def __len__(self) -> int:
+        return len(self._g._next)
+
+    def __iter__(self) -> Iterator[Operator]:
+        return iter(self._g._ordered())
+
+    def __reversed__(self) -> Iterator[Operator]:
+        return reversed(self._g._ordered())
+
+    def __getitem__(self, i):
+        return self._g._ordered()[i]
+
+    def __contains__(self, op: object) -> bool:
+        try:
+            return op in self._g._next
+        except TypeError:  # unhashable
+            return False
+
+    def __bool__(self) -> bool:
+        return bool(self._g._next)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, OpList):
+            other = other._g._ordered()
+        return isinstance(other, list) and self._g._ordered() == other
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(self._g._ordered())
+
+    def index(self, op: Operator, *_args) -> int:
+        """Position of ``op`` (a position table is built once per change of the order)."""
+        pos = self._g._positions()
+        if op not in pos:
+            raise ValueError(f"{op!r} is not in the graph")
+        return pos[op]
+
+    def count(self, op: Operator) -> int:
+        return 1 if op in self else 0
+
+    def copy(self) -> list[Operator]:
+        return list(self._g._ordered())
+
+    def __add__(self, other) -> list[Operator]:
+        return self._g._ordered() + list(other)
+
+    def __radd__(self, other) -> list[Operator]:
+        return list(other) + self._g._ordered()
+
+    def append(self, op: Operator) -> None:
+        self._g._link(op)
+
+    def insert(self, index: int, op: Operator) -> None:
+        order = self._g._ordered()
+        self._g._link(op, before=order[index] if -len(order) <= index < len(order) else None)
+
+    def remove(self, op: Operator) -> None:
+        if op not in self:
+            raise ValueError(f"{op!r} is not in the graph")
+        self._g._unlink(op)
+
+
 class Graph:
-    """An ordered list of operators plus a name → operand table."""
+    """Operators in topological order plus a name → operand table.
+
+    The order is a doubly linked list keyed by operator (``_next``/``_prev``), so inserting
+    anywhere and removing are constant time; :attr:`ops` is a list-like view of it whose list
+    form is built once per change of the order."""
 
     def __init__(self) -> None:
-        self.ops: list[Operator] = []
         self.operands: dict[str, Operand] = {}
-        self._op_names: set[str] = set()
+        self._next: dict[Operator, Operator | None] = {}
+        self._prev: dict[Operator, Operator | None] = {}
+        self._head: Operator | None = None
+        self._tail: Operator | None = None
+        self._list: list[Operator] | None = []  #: the order as a list (None: to rebuild)
+        self._pos: dict[Operator, int] | None = None  #: operator → position (None: to rebuild)
+        self._view = OpList(self)
+        self._op_names: dict[str, Operator] = {}  #: operator name → operator
         self._next_suffix: dict[str, int] = {}
         #: Graph-level annotations (e.g. the source dialect, symbol ranges).
         self.meta: dict[str, Any] = {}
+
+    # ------------------------------------------------------------------ order
+    @property
+    def ops(self) -> OpList:
+        """The operators in order (a list-like view; ``list(g.ops)`` for a list)."""
+        return self._view
+
+    @ops.setter
+    def ops(self, ops: Iterable[Operator]) -> None:
+        """Replace the order by ``ops`` (the same operators, re-ordered)."""
+        self._next, self._prev, self._head, self._tail = {}, {}, None, None
+        for op in ops:
+            self._link(op)
+        self._changed()
+
+    def _changed(self) -> None:
+        self._list = None
+        self._pos = None
+
+    def _ordered(self) -> list[Operator]:
+        lst = self._list
+        if lst is None:
+            lst = []
+            nxt = self._next
+            op = self._head
+            while op is not None:
+                lst.append(op)
+                op = nxt[op]
+            self._list = lst
+        return lst
+
+    def _positions(self) -> dict[Operator, int]:
+        if self._pos is None:
+            self._pos = {op: i for i, op in enumerate(self._ordered())}
+        return self._pos
+
+    def _link(self, op: Operator, before: Operator | None = None, after: Operator | None = None) -> None:
+        """Put ``op`` (not in the order yet) before / after an operator, or at the end."""
+        if op in self._next:
+            raise IRError(f"operator {op.name!r} is already in the graph")
+        if before is not None:
+            if before not in self._next:
+                raise IRError(f"cannot insert before {before.name!r}: it is not in the graph")
+            prev, nxt = self._prev[before], before
+        elif after is not None:
+            if after not in self._next:
+                raise IRError(f"cannot insert after {after.name!r}: it is not in the graph")
+            prev, nxt = after, self._next[after]
+        else:
+            prev, nxt = self._tail, None
+        self._join(prev, op)
+        self._join(op, nxt)
+        self._changed()
+
+    def _unlink(self, op: Operator) -> None:
+        self._join(self._prev.pop(op), self._next.pop(op))
+        self._changed()
+
+    def _join(self, first: Operator | None, second: Operator | None) -> None:
+        """Make ``second`` follow ``first`` (None: the start / the end of the order)."""
+        if first is None:
+            self._head = second
+        else:
+            self._next[first] = second
+        if second is None:
+            self._tail = first
+        else:
+            self._prev[second] = first
+
+    def move_before(self, op: Operator, anchor: Operator) -> None:
+        """Move ``op`` (in the graph) to just before ``anchor``."""
+        if op is anchor:
+            return
+        self._unlink(op)
+        self._link(op, before=anchor)
 
     # ------------------------------------------------------------------ names
     def unique_operand_name(self, base: str) -> str:
@@ -224,21 +502,16 @@ class Graph:
         if exact and name in self._op_names:
             raise IRError(f"operator name {name!r} already exists")
         name = name if exact else self.unique_op_name(name)
-        op = Operator(type, name, list(inputs), list(outputs), dict(params or {}), dict(attrs or {}),
-                      list(input_names or []), provenance or Provenance())
+        op = Operator(type, name, list(inputs), list(outputs), TrackedDict(params or ()), TrackedDict(attrs or ()),
+                      list(input_names or ()), provenance or _NO_PROVENANCE)
         for o in op.outputs:
             if o.producer is not None:
                 raise IRError(f"operand {o.name!r} already produced by {o.producer.name!r}")
             o.producer = op
         for i in op.inputs:
             i.consumers.append(op)
-        self._op_names.add(name)
-        if before is not None:
-            self.ops.insert(self.ops.index(before), op)
-        elif after is not None:
-            self.ops.insert(self.ops.index(after) + 1, op)
-        else:
-            self.ops.append(op)
+        self._link(op, before=before, after=after)
+        self._op_names[name] = op
         return op
 
     # ------------------------------------------------------------------ mutation
@@ -247,26 +520,31 @@ class Graph:
         old.consumers.remove(op)
         op.inputs[index] = operand
         operand.consumers.append(op)
+        touch(op)
 
     def append_input(self, op: Operator, operand: Operand, name: str | None = None) -> None:
         op.inputs.append(operand)
         operand.consumers.append(op)
         if name is not None or op.input_names:
             op.input_names.append(name or "")
+        touch(op)
 
     def remove_input(self, op: Operator, index: int) -> None:
         opd = op.inputs.pop(index)
         opd.consumers.remove(op)
         if op.input_names:
             op.input_names.pop(index)
+        touch(op)
 
     def replace_all_uses(self, old: Operand, new: Operand) -> None:
         """Make every consumer of ``old`` read ``new`` instead."""
         for c in list(old.consumers):
-            for i, x in enumerate(c.inputs):
-                if x is old:
-                    c.inputs[i] = new
-                    new.consumers.append(c)
+            ins = c.inputs
+            uses = ins.count(old)  # operands compare by identity
+            if uses:
+                ins[:] = [new if x is old else x for x in ins]
+                new.consumers.extend([c] * uses)
+            touch(c)
         old.consumers.clear()
 
     def remove_op(self, op: Operator, *, drop_outputs: bool = True) -> None:
@@ -279,12 +557,14 @@ class Graph:
         for i in op.inputs:
             if op in i.consumers:
                 i.consumers.remove(op)
+        if op not in self._next:
+            raise IRError(f"cannot remove {op.name!r}: it is not in the graph")
         for o in op.outputs:
             o.producer = None
             if drop_outputs:
                 self.operands.pop(o.name, None)
-        self.ops.remove(op)
-        self._op_names.discard(op.name)
+        self._unlink(op)
+        self._op_names.pop(op.name, None)
 
     def bypass(self, op: Operator, input_index: int = 0, output_index: int = 0) -> None:
         """Remove a single-path operator (identity, dropout...), wiring its consumers to its input."""
@@ -295,9 +575,9 @@ class Graph:
         self.remove_op(op)
 
     def rename_op(self, op: Operator, new_name: str) -> str:
-        self._op_names.discard(op.name)
+        self._op_names.pop(op.name, None)
         op.name = self.unique_op_name(new_name)
-        self._op_names.add(op.name)
+        self._op_names[op.name] = op
         return op.name
 
     def rename_operand(self, opd: Operand, new_name: str) -> str:
@@ -310,16 +590,15 @@ class Graph:
         """Remove operators whose outputs are all unused (except those ``keep`` protects and
         graph outputs). Returns how many were removed."""
         removed = 0
-        changed = True
-        while changed:
-            changed = False
-            for op in reversed(list(self.ops)):
-                if op.type in _OUTPUTS or (keep and keep(op)):
-                    continue
-                if op.outputs and all(not o.consumers for o in op.outputs):
-                    self.remove_op(op)
-                    removed += 1
-                    changed = True
+        pending = list(self._ordered())  # popped last first: readers before what they read
+        while pending:
+            op = pending.pop()
+            if op not in self._next or op.type in _OUTPUTS or (keep and keep(op)):
+                continue
+            if op.outputs and all(not o.consumers for o in op.outputs):
+                pending.extend(i.producer for i in op.inputs if i.producer is not None)
+                self.remove_op(op)
+                removed += 1
         for name in [n for n, o in self.operands.items() if o.producer is None and not o.consumers]:
             del self.operands[name]
         return removed
@@ -368,7 +647,10 @@ class Graph:
 
     # ------------------------------------------------------------------ queries
     def find_op(self, name: str) -> Operator | None:
-        for op in self.ops:
+        op = self._op_names.get(name)
+        if op is not None and op.name == name and op in self._next:
+            return op
+        for op in self.ops:  # an operator renamed by assigning ``op.name``
             if op.name == name:
                 return op
         return None
@@ -383,10 +665,10 @@ class Graph:
         return [op for op in self.ops if op.type in ("pnnx.Output", "Output")]
 
     def __iter__(self) -> Iterator[Operator]:
-        return iter(list(self.ops))
+        return iter(self._ordered())
 
     def __len__(self) -> int:
-        return len(self.ops)
+        return len(self._next)
 
     # ------------------------------------------------------------------ checks and views
     def lint(self) -> None:
@@ -426,7 +708,7 @@ class Graph:
             for c in opd.consumers:
                 if c.name not in seen_names or opd not in c.inputs:
                     problems.append(f"operand {name!r} lists stale consumer {c.name!r}")
-        if seen_names != self._op_names:
+        if seen_names != set(self._op_names):
             problems.append("operator name table out of sync")
         if problems:
             raise IRError("IR lint failed:\n  " + "\n  ".join(problems[:50]))
@@ -457,14 +739,14 @@ class Graph:
             mapping[id(opd)] = new
         for op in self.ops:
             new_op = Operator(op.type, op.name, [mapping[id(i)] for i in op.inputs],
-                              [mapping[id(o)] for o in op.outputs], dict(op.params), dict(op.attrs),
+                              [mapping[id(o)] for o in op.outputs], TrackedDict(op.params), TrackedDict(op.attrs),
                               list(op.input_names), op.provenance, dict(op.meta))
             for i in new_op.inputs:
                 i.consumers.append(new_op)
             for o in new_op.outputs:
                 o.producer = new_op
-            g.ops.append(new_op)
-            g._op_names.add(op.name)
+            g._link(new_op)
+            g._op_names[op.name] = new_op
         return g
 
     def to_text(self) -> str:

@@ -21,7 +21,7 @@ import math
 import re
 from typing import Any
 
-from .graph import Attribute, Graph, IRError, Provenance
+from .graph import Attribute, Graph, IRError, Operator, Provenance
 
 MAGIC = "7767517"
 _BARE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:/\-\[\]]*$")
@@ -60,29 +60,36 @@ def _format_shape(shape, dtype) -> str:
     return "(" + ",".join(_format_dim(d) for d in shape) + ")" + (dtype or "")
 
 
+def format_op(op: Operator) -> str:
+    """The operator's line of the text form."""
+    parts = [op.type, op.name, str(len(op.inputs)), str(len(op.outputs))]
+    parts += [i.name for i in op.inputs]
+    parts += [o.name for o in op.outputs]
+    for k, v in op.params.items():
+        parts.append(f"{k}={format_value(v)}")
+    for k, a in op.attrs.items():
+        parts.append(f"@{k}={_format_shape(a.shape, a.dtype)}")
+    if op.input_names and any(op.input_names):
+        for n, i in zip(op.input_names, op.inputs):
+            if n:
+                parts.append(f"${n}={i.name}")
+    for o in op.outputs:
+        if o.shape is not None or o.dtype:
+            parts.append(f"#{o.name}={_format_shape(o.shape or [], o.dtype)}")
+    if op.provenance.nodes:
+        parts.append("!from=" + ",".join(op.provenance.nodes))
+    if op.provenance.modules:
+        parts.append("!mod=" + ",".join(m or "<root>" for m in op.provenance.modules))
+    return " ".join(parts)
+
+
+def format_header(g: Graph) -> str:
+    """The first two lines of the text form (magic, operator and operand counts), no newline."""
+    return f"{MAGIC}\n{len(g.ops)} {len(g.operands)}"
+
+
 def format_graph(g: Graph) -> str:
-    lines = [MAGIC, f"{len(g.ops)} {len(g.operands)}"]
-    for op in g.ops:
-        parts = [op.type, op.name, str(len(op.inputs)), str(len(op.outputs))]
-        parts += [i.name for i in op.inputs]
-        parts += [o.name for o in op.outputs]
-        for k, v in op.params.items():
-            parts.append(f"{k}={format_value(v)}")
-        for k, a in op.attrs.items():
-            parts.append(f"@{k}={_format_shape(a.shape, a.dtype)}")
-        if op.input_names and any(op.input_names):
-            for n, i in zip(op.input_names, op.inputs):
-                if n:
-                    parts.append(f"${n}={i.name}")
-        for o in op.outputs:
-            if o.shape is not None or o.dtype:
-                parts.append(f"#{o.name}={_format_shape(o.shape or [], o.dtype)}")
-        if op.provenance.nodes:
-            parts.append("!from=" + ",".join(op.provenance.nodes))
-        if op.provenance.modules:
-            parts.append("!mod=" + ",".join(m or "<root>" for m in op.provenance.modules))
-        lines.append(" ".join(parts))
-    return "\n".join(lines) + "\n"
+    return "\n".join([format_header(g)] + [format_op(op) for op in g.ops]) + "\n"
 
 
 # ---------------------------------------------------------------------------- parsing

@@ -1,9 +1,13 @@
-"""Structural diff between two graph snapshots (text forms, see :mod:`engine.ir.text`).
+"""Structural diff between two graph snapshots.
 
 Operators are matched by name: those only in the new snapshot are *added*, only in the old
-one *removed*, and those whose line differs are *changed*. Each entry keeps both lines and the
-provenance (ATen node names), so the GUI can colour operators and the CLI can write a
-readable ``.diff`` file.
+one *removed*, and those whose line of the text form differs are *changed*. Each entry keeps
+both lines and the provenance (ATen node names), so the GUI can colour operators and the CLI
+can write a readable ``.diff`` file.
+
+:func:`diff_states` diffs two :class:`engine.ir.snapshot.Snapshot` objects (what the pass
+manager does after every pass): operators whose state the two snapshots share are unchanged
+without comparing anything. :func:`diff_snapshots` diffs two text forms with the same result.
 """
 from __future__ import annotations
 
@@ -11,16 +15,61 @@ import difflib
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from ..ir.snapshot import Snapshot
 from ..ir.text import MAGIC, split_tokens
 
 
-@dataclass
+_LAZY = object()
+
+
 class DiffEntry:
-    name: str  #: operator name
-    type: str  #: operator type (after the change, or before for a removal)
-    before: str | None  #: the operator's line before (None when added)
-    after: str | None  #: the operator's line after (None when removed)
-    provenance: tuple[str, ...] = ()  #: ATen node names the operator came from
+    """One operator of a diff. ``type`` and ``provenance`` are read from the lines when first
+    asked (:meth:`from_lines`), so a diff of thousands of operators costs nothing until shown."""
+
+    __slots__ = ("name", "before", "after", "_type", "_provenance")
+
+    def __init__(self, name: str, type: str, before: str | None, after: str | None,
+                 provenance: tuple[str, ...] = ()):
+        self.name = name  #: operator name
+        self.before = before  #: the operator's line before (None when added)
+        self.after = after  #: the operator's line after (None when removed)
+        self._type = type
+        self._provenance = provenance
+
+    @classmethod
+    def from_lines(cls, name: str, before: str | None, after: str | None) -> "DiffEntry":
+        e = cls(name, "", before, after)
+        e._type = e._provenance = _LAZY
+        return e
+
+    @property
+    def type(self) -> str:
+        """Operator type (after the change, or before for a removal)."""
+        if self._type is _LAZY:
+            self._type = _fields(self.after if self.after is not None else self.before)[0]
+        return self._type
+
+    @property
+    def provenance(self) -> tuple[str, ...]:
+        """ATen node names the operator came from (for a change: after it, else before it)."""
+        if self._provenance is _LAZY:
+            prov = _fields(self.after)[2] if self.after is not None else ()
+            if not prov and self.before is not None:
+                prov = _fields(self.before)[2]
+            self._provenance = prov
+        return self._provenance
+
+    def _key(self):
+        return self.name, self.type, self.before, self.after, self.provenance
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, DiffEntry) and self._key() == other._key()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (f"DiffEntry(name={self.name!r}, type={self.type!r}, before={self.before!r}, after={self.after!r}, "
+                f"provenance={self.provenance!r})")
 
 
 @dataclass
@@ -49,6 +98,15 @@ class GraphDiff:
         return "\n".join(out) + "\n"
 
 
+def _fields(line: str) -> tuple[str, str, tuple[str, ...]]:
+    """(type, name, provenance nodes) of an operator line (the last ``!from=`` token counts)."""
+    toks = split_tokens(line)
+    for t in reversed(toks):
+        if t.startswith("!from="):
+            return toks[0], toks[1], tuple(t[len("!from="):].split(","))
+    return toks[0], toks[1], ()
+
+
 @lru_cache(maxsize=4)
 def _op_lines(text: str) -> dict[str, tuple[str, str, tuple[str, ...]]]:
     """name → (type, line, provenance nodes) for every operator line of a snapshot (cached: the
@@ -72,6 +130,7 @@ def _op_lines(text: str) -> dict[str, tuple[str, str, tuple[str, ...]]]:
 
 
 def diff_snapshots(before: str, after: str) -> GraphDiff:
+    """The diff of two text forms."""
     d = GraphDiff()
     if before == after:  # a pass that changed nothing
         return d
@@ -84,6 +143,28 @@ def diff_snapshots(before: str, after: str) -> GraphDiff:
             d.added.append(DiffEntry(name, typ, None, line, prov))
         elif a[name][1] != line:
             d.changed.append(DiffEntry(name, typ, a[name][1], line, prov or a[name][2]))
+    return d
+
+
+def diff_states(before: Snapshot, after: Snapshot) -> GraphDiff:
+    """The diff of two structural snapshots (the same as :func:`diff_snapshots` of their
+    texts): only the operators whose state is not shared are looked at."""
+    d = GraphDiff()
+    if before.states == after.states:  # identity comparison of the shared states: nothing changed
+        return d
+    a, b = before.by_name(), after.by_name()
+    entry = DiffEntry.from_lines
+    for name, st in a.items():
+        if name not in b:
+            d.removed.append(entry(name, st.line, None))
+    for name, st in b.items():
+        old = a.get(name)
+        if old is st:
+            continue
+        if old is None:
+            d.added.append(entry(name, None, st.line))
+        elif old.line != st.line:
+            d.changed.append(entry(name, old.line, st.line))
     return d
 
 

@@ -182,9 +182,8 @@ def _rewrite(graph: Graph, to_nhwc: Operator, chain: list[Operator], closing: Op
 
 def _last_alive(body: list[Operator], graph: Graph) -> Operator | None:
     """The last op of ``body`` still in the graph (scales folded away are gone)."""
-    alive = set(map(id, graph.ops))
     for op in reversed(body):
-        if id(op) in alive:
+        if op in graph.ops:
             return op
     return None
 

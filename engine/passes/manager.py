@@ -4,10 +4,13 @@ A pass is a function ``run(graph, cx) -> None`` that mutates ``graph`` in place,
 :func:`graph_pass` to give it a name (``verb_noun``) and a one-line description. ``cx`` is the
 :class:`PassContext` of the run (options, diagnostics, the source program).
 
-After every pass the manager records a :class:`PassRecord`: the snapshot (text form), the
-structural diff against the previous snapshot, and the pass's time. With ``lint=True`` (tests)
-the graph is linted after every pass. A pass that raises is reported as :class:`PassError`
-naming it and the passes that ran before it.
+After every pass the manager records a :class:`PassRecord`: the structural snapshot
+(:mod:`engine.ir.snapshot`: operators unchanged by the pass are shared with the previous
+snapshot, so a pass that changes little costs little; the text form is built only when asked,
+:attr:`PassRecord.snapshot`), the diff against the previous snapshot computed from the
+structure, and the pass's time. With ``lint=True`` (tests) the graph is linted after every
+pass and each snapshot is checked against the full text form. A pass that raises is reported
+as :class:`PassError` naming it and the passes that ran before it.
 """
 from __future__ import annotations
 
@@ -18,7 +21,8 @@ from typing import Any, Callable, Sequence
 
 from ..diagnostics import DiagnosticList
 from ..ir import Graph
-from .diff import GraphDiff, diff_snapshots
+from ..ir.snapshot import Snapshot, take_snapshot
+from .diff import GraphDiff, diff_states
 
 log = logging.getLogger(__name__)
 
@@ -56,9 +60,14 @@ class PassRecord:
     name: str
     description: str
     seconds: float
-    snapshot: str
+    state: Snapshot | None  #: the graph after the pass (None when snapshots are off)
     diff: GraphDiff
     num_ops: int
+
+    @property
+    def snapshot(self) -> str:
+        """The graph after the pass in the text form (built on each access; "" without snapshots)."""
+        return "" if self.state is None else self.state.text
 
     @property
     def changed_anything(self) -> bool:
@@ -86,12 +95,15 @@ class Cancelled(Exception):
 class PassManager:
     def __init__(self, passes: Sequence[PassFn], *, lint: bool = False, snapshots: bool = True,
                  progress: Callable[[int, int, str], None] | None = None,
-                 cancel: Callable[[], bool] | None = None):
+                 cancel: Callable[[], bool] | None = None,
+                 after_pass: Callable[[PassRecord, Graph, PassContext], None] | None = None):
         self.passes = list(passes)
         self.lint = lint
         self.snapshots = snapshots
         self.progress = progress
         self.cancel = cancel
+        #: called after every pass with its record (a caller streaming results as they come)
+        self.after_pass = after_pass
         self.records: list[PassRecord] = []
 
     @property
@@ -100,7 +112,7 @@ class PassManager:
 
     def run(self, graph: Graph, cx: PassContext, *, initial_name: str = "build_graph") -> list[PassRecord]:
         """Run every pass on ``graph`` (in place). Record 0 is the initial graph."""
-        prev = graph.to_text() if self.snapshots else ""
+        prev = take_snapshot(graph, verify=self.lint) if self.snapshots else None
         self.records = [PassRecord(0, initial_name, "the graph as built from the program", 0.0, prev,
                                    GraphDiff(), len(graph.ops))]
         done: list[str] = []
@@ -115,15 +127,17 @@ class PassManager:
                 p(graph, cx)
                 if self.lint:
                     graph.lint()
+                dt = time.perf_counter() - t0
+                snap = take_snapshot(graph, verify=self.lint) if prev is not None else None
             except Cancelled:
                 raise
             except Exception as e:
                 raise PassError(name, done, e) from e
-            dt = time.perf_counter() - t0
-            snap = graph.to_text() if self.snapshots else ""
-            diff = diff_snapshots(prev, snap) if self.snapshots else GraphDiff()
+            diff = diff_states(prev, snap) if prev is not None and snap is not None else GraphDiff()
             self.records.append(PassRecord(i, name, getattr(p, "pass_description", ""), dt, snap, diff, len(graph.ops)))
             log.debug("pass %s: %s in %.3fs", name, diff.counts(), dt)
+            if self.after_pass is not None:
+                self.after_pass(self.records[-1], graph, cx)
             prev = snap
             done.append(name)
         if self.progress is not None:

@@ -55,5 +55,4 @@ def run(graph, cx):
                 u.meta.setdefault("aten_layout", {"value": u.name, "view_of": list(u.shape)})
             u.shape = None if x.shape is None else list(x.shape)
             u.meta.update({k: x.meta[k] for k in ("batch", "batch_dim") if k in x.meta})
-        graph.ops.remove(first)
-        graph.ops.insert(graph.ops.index(second), first)
+        graph.move_before(first, second)

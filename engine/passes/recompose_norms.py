@@ -257,16 +257,12 @@ def run(graph: Graph, cx) -> None:
     for op in list(graph.ops):
         if op.type in _INSTANCE_NORM_CORE:
             _unrepeat_weights(graph, op)
-    alive = set(map(id, graph.ops))
     for root in reversed(list(graph.ops)):  # outermost mul first: it may carry the weight
-        if id(root) not in alive or root.type not in _MULS or not is_aten(root) or len(root.outputs) != 1:
+        if root not in graph.ops or root.type not in _MULS or not is_aten(root) or len(root.outputs) != 1:
             continue
         if _rms_norm(graph, root):
             log.debug("recomposed rms_norm at %s", root.name)
-            alive = set(map(id, graph.ops))
-    alive = set(map(id, graph.ops))
     for root in reversed(list(graph.ops)):
-        if id(root) in alive and root.type in ("aten.add.Tensor", "aten.mul.Tensor") and is_aten(root) \
+        if root in graph.ops and root.type in ("aten.add.Tensor", "aten.mul.Tensor") and is_aten(root) \
                 and _layer_norm(graph, root):
             log.debug("recomposed layer_norm at %s", root.name)
-            alive = set(map(id, graph.ops))

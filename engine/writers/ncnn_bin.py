@@ -27,6 +27,48 @@ def to_fp16(data: np.ndarray) -> np.ndarray:
     return a.astype("<f2")
 
 
+#: values per chunk when a weight is converted and written piece by piece (4 MB of fp32)
+CHUNK = 1 << 20
+
+
+def write_weight(data: np.ndarray, write, *, tagged: bool, fp16: bool) -> bool:
+    """Write one weight (the bytes of :func:`encode`) through ``write`` and say whether it holds
+    a NaN or an infinite value. A weight stored as fp16 is converted a chunk at a time into one
+    reused buffer (no full-size temporary, the chunk stays in cache between its range check,
+    its conversion and its write); the finiteness comes from the same range check."""
+    a = np.asarray(data).reshape(-1)
+    if not (tagged and fp16 and a.dtype != np.int8 and a.dtype.kind not in "bcOSUV"):
+        chunks = encode(a, tagged=tagged, fp16=fp16)
+        for c in chunks:
+            write(c)
+        return a.dtype.kind == "f" and not _all_finite(a)
+    write(FP16_TAG.to_bytes(4, "little"))
+    finite = True
+    buf = np.empty(min(a.size, CHUNK), "<f2")
+    for lo in range(0, a.size, CHUNK):
+        c = a[lo:lo + CHUNK]
+        if c.dtype != np.float32:
+            c = c.astype(np.float32)
+        cmin, cmax = c.min(), c.max()
+        if not (-FP16_MAX <= cmin and cmax <= FP16_MAX):  # False for a NaN too
+            finite = finite and bool(np.isfinite(cmin) and np.isfinite(cmax))
+            c = np.clip(c, -FP16_MAX, FP16_MAX)
+        out = buf[:c.size]
+        np.copyto(out, c, casting="same_kind")
+        write(out)
+    if a.size % 2:
+        write(FP16_PAD.to_bytes(2, "little"))
+    return not finite
+
+
+def _all_finite(a: np.ndarray) -> bool:
+    for lo in range(0, a.size, CHUNK):
+        c = a[lo:lo + CHUNK]
+        if not (np.isfinite(c.min()) and np.isfinite(c.max())):
+            return False
+    return True
+
+
 def _pad4(n: int) -> int:
     return (4 - n % 4) % 4
 

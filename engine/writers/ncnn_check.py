@@ -100,8 +100,9 @@ def _check_custom(op: Operator) -> list[str]:
     return problems
 
 
-def check_layer(op: Operator) -> list[str]:
-    """Params and weights of one layer."""
+def check_layer(op: Operator, loads: dict[int, list[L.LoadedWeight]] | None = None) -> list[str]:
+    """Params and weights of one layer. ``loads`` (``id(op)`` → the weights the runtime will
+    load) is filled for a layer that passes, so the writer does not work them out again."""
     if op.meta.get("custom_layer"):  # a placeholder for an unconverted op (partial output)
         return []
     if op.meta.get("plugin_layer"):
@@ -138,17 +139,20 @@ def check_layer(op: Operator) -> list[str]:
             problems.append(f"layer {op.name!r}: weight {key!r} has dtype {attr.dtype}, not storable")
         elif attr.dtype == "i8" and not w.tagged:
             problems.append(f"layer {op.name!r}: int8 weight {key!r} must be a tagged weight")
+    if loads is not None and not problems:
+        loads[id(op)] = want
     return problems
 
 
-def check_graph(graph: Graph) -> list[str]:
-    """Every problem that prevents writing ``graph`` as an ncnn model (empty when none)."""
+def check_graph(graph: Graph, loads: dict[int, list[L.LoadedWeight]] | None = None) -> list[str]:
+    """Every problem that prevents writing ``graph`` as an ncnn model (empty when none);
+    ``loads`` as for :func:`check_layer`."""
     layers = ncnn_layers(graph)
     if not layers:
         return ["the graph has no layers"]
     problems = check_structure(layers)
     for op in layers:
-        problems += check_layer(op)
+        problems += check_layer(op, loads)
     return problems
 
 

@@ -87,7 +87,8 @@ def write_ncnn(graph: Graph, param_path: str | os.PathLike, bin_path: str | os.P
     path and the reason, or listing the graph's problems) and leaves no partial files. Weights
     holding NaN or infinite values are written as they are and reported to ``warn`` (checked
     while each weight is in memory for writing: no second read)."""
-    problems = check_graph(graph)
+    loads: dict[int, list[L.LoadedWeight]] = {}
+    problems = check_graph(graph, loads)
     if problems:
         raise WriteError(os.fspath(param_path), summarize(problems))
     try:
@@ -100,20 +101,17 @@ def write_ncnn(graph: Graph, param_path: str | os.PathLike, bin_path: str | os.P
         pf.write(text)
         for k, op in enumerate(layers):
             if op.attrs and not op.meta.get("custom_layer"):
-                want = ([_RAW] * len(op.attrs) if op.meta.get("plugin_layer") else
-                        L.expected_weights(op.type, op.params))
+                want = ([_RAW] * len(op.attrs) if op.meta.get("plugin_layer") else loads[id(op)])
                 for (key, attr), w in zip(op.attrs.items(), want):
                     data = np.asarray(attr.data)
-                    reason = nonfinite_reason(key, data, fp16 and w.tagged) if warn is not None else None
+                    try:
+                        nonfinite = ncnn_bin.write_weight(data, bf.write, tagged=w.tagged, fp16=fp16)
+                    except (TypeError, ValueError) as e:
+                        raise WriteError(os.fspath(bin_path), f"layer {op.name!r} weight {key!r}: {e}") from None
+                    reason = nonfinite_reason(key, data, fp16 and w.tagged) if nonfinite and warn is not None else None
                     if reason:
                         log.warning("layer %s: %s", op.name, reason)
                         warn(op, reason)
-                    try:
-                        chunks = ncnn_bin.encode(data, tagged=w.tagged, fp16=fp16)
-                    except (TypeError, ValueError) as e:
-                        raise WriteError(os.fspath(bin_path), f"layer {op.name!r} weight {key!r}: {e}") from None
-                    for c in chunks:
-                        bf.write(c)
                     if w.tagged and fp16 and attr.dtype != "i8":
                         n_fp16 += 1
                     else:

@@ -5,7 +5,9 @@ diff of the graph before and after it.
 ~changed, time, operator count); :class:`PassFilterProxy` hides passes that changed nothing.
 Arrow keys step through the list (it is a normal table view). :class:`SideBySideDiff` aligns the
 two snapshots line by line (``difflib``), colours removed / added / changed lines and, inside
-changed lines, the characters that differ; "changes only" folds unchanged runs.
+changed lines, the characters that differ; "changes only" folds unchanged runs. The colours are
+applied to the lines on screen (and a margin around them) as the view scrolls, so a pass that
+changed ten thousand operators shows at once.
 """
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import difflib
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from PySide6.QtCore import QModelIndex, QSortFilterProxyModel, Qt, Signal
+from PySide6.QtCore import QEvent, QModelIndex, QPoint, QSortFilterProxyModel, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QFont, QPalette, QTextCharFormat, QTextCursor, QTextFormat
 from PySide6.QtWidgets import (QCheckBox, QHBoxLayout, QLabel, QPlainTextEdit, QSplitter, QTextEdit, QVBoxLayout,
                                QWidget)
@@ -163,8 +165,19 @@ class SideBySideDiff(QWidget):
         self.right_title = QLabel("after")
         self.aligned: AlignedDiff | None = None
         self._syncing = False
+        self._colours: dict[str, QColor] = {}
+        self._strong: dict[str, QColor] = {}
+        self._window = (0, 0)  #: rows whose colours are applied
+        self._intra: dict[tuple[int, str], list[tuple[int, int]]] = {}  #: (row, side) → spans
+        self._recolour = QTimer(self)
+        self._recolour.setSingleShot(True)
+        self._recolour.setInterval(0)
+        self._recolour.timeout.connect(self._apply_visible)
         self.left.verticalScrollBar().valueChanged.connect(lambda v: self._sync(self.right, v))
         self.right.verticalScrollBar().valueChanged.connect(lambda v: self._sync(self.left, v))
+        for ed in (self.left, self.right):
+            ed.verticalScrollBar().valueChanged.connect(lambda _v: self._recolour.start())
+            ed.viewport().installEventFilter(self)
         self.left.horizontalScrollBar().valueChanged.connect(
             lambda v: self.right.horizontalScrollBar().setValue(v))
         self.right.horizontalScrollBar().valueChanged.connect(
@@ -214,55 +227,82 @@ class SideBySideDiff(QWidget):
         self.aligned = d
         self.left_title.setText(before_title)
         self.right_title.setText(after_title)
+        self._window, self._intra = (0, 0), {}
+        for ed in (self.left, self.right):
+            ed.setExtraSelections([])
         self.left.setPlainText("\n".join(d.left))
         self.right.setPlainText("\n".join(d.right))
         dark = self.palette().color(QPalette.ColorRole.Base).lightness() < 128
-        colours = {
+        self._colours = {
             "removed": QColor("#5a1e22" if dark else "#ffebe9"),
             "added": QColor("#1b4721" if dark else "#dafbe1"),
             "changed": QColor("#4d3b00" if dark else "#fff8c5"),
             "fold": QColor("#2a2f36" if dark else "#f0f3f6"),
         }
-        strong = {"left": QColor("#8e1b24" if dark else "#ffc1bd"), "right": QColor("#1f6f2f" if dark else "#aceebb")}
-        for side, ed, lines in (("left", self.left, d.left), ("right", self.right, d.right)):
+        self._strong = {"left": QColor("#8e1b24" if dark else "#ffc1bd"),
+                        "right": QColor("#1f6f2f" if dark else "#aceebb")}
+        # start at the first change
+        first = next((i for i, k in enumerate(d.kinds) if k in ("removed", "added", "changed")), 0)
+        for ed in (self.left, self.right):
+            ed.setTextCursor(QTextCursor(ed.document().findBlockByNumber(first)))
+            ed.centerCursor()
+        self._apply_visible()
+        return d
+
+    #: rows coloured beyond the ones on screen, above and below
+    MARGIN = 150
+
+    def eventFilter(self, obj, event) -> bool:
+        if event.type() == QEvent.Type.Resize:
+            self._recolour.start()
+        return super().eventFilter(obj, event)
+
+    def _rows_on_screen(self) -> tuple[int, int]:
+        ed = self.left
+        top = ed.cursorForPosition(QPoint(0, 0)).blockNumber()
+        bottom = ed.cursorForPosition(QPoint(0, max(ed.viewport().height() - 1, 0))).blockNumber()
+        return top, bottom + 1
+
+    def _apply_visible(self) -> None:
+        """Colour the rows on screen and a margin around them (when they are not coloured yet)."""
+        d = self.aligned
+        if d is None:
+            return
+        top, bottom = self._rows_on_screen()
+        lo, hi = self._window
+        if lo <= top and bottom <= hi and (lo, hi) != (0, 0):
+            return
+        lo, hi = max(0, top - self.MARGIN), min(len(d.kinds), bottom + self.MARGIN)
+        self._window = (lo, hi)
+        for side, ed in (("left", self.left), ("right", self.right)):
             sels = []
             doc = ed.document()
-            for i, kind in enumerate(d.kinds):
+            for i in range(lo, hi):
+                kind = d.kinds[i]
                 if kind == "equal" or (kind == "added" and side == "left") or (kind == "removed" and side == "right"):
                     continue
                 block = doc.findBlockByNumber(i)
                 sel = QTextEdit.ExtraSelection()
-                sel.format.setBackground(colours[kind])
+                sel.format.setBackground(self._colours[kind])
                 sel.format.setProperty(QTextFormat.Property.FullWidthSelection, True)
                 if kind == "fold":
                     sel.format.setForeground(self.palette().color(QPalette.ColorRole.PlaceholderText))
                 sel.cursor = QTextCursor(block)
                 sels.append(sel)
                 if kind == "changed":
-                    sels.extend(self._intraline(block, d.left[i], d.right[i], side, strong[side]))
+                    sels.extend(self._intraline(block, i, side))
             ed.setExtraSelections(sels)
-        # start at the first change
-        first = next((i for i, k in enumerate(d.kinds) if k in ("removed", "added", "changed")), 0)
-        for ed in (self.left, self.right):
-            ed.setTextCursor(QTextCursor(ed.document().findBlockByNumber(first)))
-            ed.centerCursor()
-        return d
 
-    @staticmethod
-    def _intraline(block, a: str, b: str, side: str, colour: QColor) -> list:
+    def _intraline(self, block, row: int, side: str) -> list:
+        """Selections of the characters of a changed row that differ on ``side``."""
+        key = (row, side)
+        if key not in self._intra:
+            self._intra[key] = _differing_spans(self.aligned.left[row], self.aligned.right[row], side)
         out = []
-        if len(a) > 2000 or len(b) > 2000:
-            return out
-        sm = difflib.SequenceMatcher(None, a, b, autojunk=False)
-        for tag, i1, i2, j1, j2 in sm.get_opcodes():
-            if tag == "equal":
-                continue
-            lo, hi = (i1, i2) if side == "left" else (j1, j2)
-            if hi <= lo:
-                continue
+        for lo, hi in self._intra[key]:
             sel = QTextEdit.ExtraSelection()
             fmt = QTextCharFormat()
-            fmt.setBackground(colour)
+            fmt.setBackground(self._strong[side])
             sel.format = fmt
             cur = QTextCursor(block)
             cur.setPosition(block.position() + lo)
@@ -270,6 +310,21 @@ class SideBySideDiff(QWidget):
             sel.cursor = cur
             out.append(sel)
         return out
+
+
+def _differing_spans(a: str, b: str, side: str) -> list[tuple[int, int]]:
+    """Character ranges of ``a`` (``side`` "left") or ``b`` that the other line does not have."""
+    if len(a) > 2000 or len(b) > 2000:
+        return []
+    out = []
+    sm = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    for tag, i1, i2, j1, j2 in sm.get_opcodes():
+        if tag == "equal":
+            continue
+        lo, hi = (i1, i2) if side == "left" else (j1, j2)
+        if hi > lo:
+            out.append((lo, hi))
+    return out
 
 
 class PassesPanel(QWidget):

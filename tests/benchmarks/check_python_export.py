@@ -40,13 +40,13 @@ def one(name: str, work: Path) -> dict:
     import torch
 
     from engine.convert import ConvertOptions, convert
-    from tests.benchmarks.check_torchvision_convert import build_model
+    from tests.benchmarks.convert_zoo import classifier
     from tests.roundtrip import check_scripts
 
     rec: dict = {"model": name}
     try:
-        model, shape = build_model(name)
-        ep = torch.export.export(model, (torch.randn(*shape),))
+        model, x = classifier(name)
+        ep = torch.export.export(model, (x,))
         path = work / f"{name}.pt2"
         torch.export.save(ep, str(path))
         del ep

@@ -31,40 +31,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "tests" / "benchmarks" / "results"
 TOL = 1e-3
-#: builder arguments a model needs to export as a plain classifier
-KWARGS = {"googlenet": {"aux_logits": False, "init_weights": True},
-          "inception_v3": {"aux_logits": False, "init_weights": True}}
-#: per family: the torchvision module listing its models, the title of the results page and
-#: the input shape of a model
-FAMILIES = {"classification": ("models", "classification model", lambda name: (1, 3, 299, 299)
-                               if name == "inception_v3" else (1, 3, 224, 224)),
-            "video": ("models.video", "video classification model", lambda name: (1, 3, 16, 112, 112)
-                      if name in ("r3d_18", "mc3_18", "r2plus1d_18") else (1, 3, 16, 224, 224))}
-
-
-def build_model(name: str, family: str = "classification"):
-    """``(model, input shape)``: torchvision's ``name`` with seeded random weights and calibrated
-    BatchNorm, in eval mode."""
-    import torch
-    import torchvision
-
-    from tests.benchmarks.convert_zoo import calibrate_batchnorm, make_numerics_meaningful
-
-    shape = FAMILIES[family][2](name)
-    torch.manual_seed(0)
-    model = torchvision.models.get_model(name, weights=None, **KWARGS.get(name, {}))
-    make_numerics_meaningful(model)
-    calibrate_batchnorm(model, shape=shape, batch_size=2 if family == "video" else 4)
-    return model.eval(), shape
+#: per family: the torchvision module listing its models and the title of the results page
+FAMILIES = {"classification": ("models", "classification model"), "video": ("models.video", "video classification model")}
 
 
 def export_model(name: str, dialect: str, work: Path, family: str = "classification"):
-    """Build torchvision model ``name`` (seeded, calibrated), export it on a seeded input and
-    save ``work/<name>.pt2``: (path, input, PyTorch's output). Raises what torch raises."""
+    """Build torchvision model ``name`` (``convert_zoo.classifier``: seeded, calibrated), export it
+    on its seeded input and save ``work/<name>.pt2``: (path, input, PyTorch's output). Raises what
+    torch raises."""
     import torch
 
-    model, shape = build_model(name, family)
-    x = torch.randn(*shape, generator=torch.Generator().manual_seed(1))
+    from tests.benchmarks.convert_zoo import classifier
+
+    model, x = classifier(name, family)
     with torch.no_grad():
         want = model(x).numpy()
     ep = torch.export.export(model, (x,))
@@ -166,7 +145,7 @@ def main() -> int:
 
     import torchvision
 
-    module_name, title, _ = FAMILIES[args.family]
+    module_name, title = FAMILIES[args.family]
     module = importlib.import_module(f"torchvision.{module_name}")
     names = args.models.split(",") if args.models else sorted(torchvision.models.list_models(module=module))
     rows = run_children(Path(__file__), names, ["--dialect", args.dialect, "--family", args.family], args.timeout,

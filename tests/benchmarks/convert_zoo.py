@@ -103,3 +103,31 @@ def example_input(seed: int = 0):
 
     g = torch.Generator().manual_seed(seed + 1)
     return torch.randn(*INPUT_SHAPE, generator=g)
+
+
+#: builder arguments a torchvision classifier needs to export as a plain classifier
+CLASSIFIER_KWARGS = {"googlenet": {"aux_logits": False, "init_weights": True},
+                     "inception_v3": {"aux_logits": False, "init_weights": True}}
+
+
+#: the input shape of torchvision's models, per family
+INPUT_SHAPES = {"classification": lambda name: (1, 3, 299, 299) if name == "inception_v3" else (1, 3, 224, 224),
+                "video": lambda name: (1, 3, 16, 112, 112) if name in ("r3d_18", "mc3_18", "r2plus1d_18")
+                else (1, 3, 16, 224, 224)}
+
+
+def classifier(name: str, family: str = "classification"):
+    """``(model, x)``: torchvision classifier ``name`` (any of ``torchvision.models.list_models``,
+    or of ``torchvision.models.video`` for the ``video`` family) built like :func:`build` (seed 0,
+    meaningful numerics, calibrated BatchNorm, eval mode) and its seeded input: 1×3×224×224
+    (299 for Inception-v3); video: a 1×3×16×112×112 clip (16×224×224 for S3D, MViT, Swin3D)."""
+    import torch
+    import torchvision
+
+    shape = INPUT_SHAPES[family](name)
+    torch.manual_seed(0)
+    model = torchvision.models.get_model(name, weights=None, **CLASSIFIER_KWARGS.get(name, {}))
+    make_numerics_meaningful(model)
+    calibrate_batchnorm(model, shape=shape, batch_size=2 if family == "video" else 4)
+    model.eval()
+    return model, torch.randn(*shape, generator=torch.Generator().manual_seed(1))

@@ -52,7 +52,7 @@ def test_remove_refuses_used_output_and_bypass_rewires():
 
 def test_lint_detects_use_before_definition_and_duplicates():
     g = small_graph()
-    g.ops.reverse()
+    g.ops = list(reversed(g.ops))
     with pytest.raises(IRError, match="used before"):
         g.lint()
     g.toposort()
@@ -129,4 +129,57 @@ def test_prune_removes_what_the_given_operands_left_unread_and_nothing_else():
     assert g.prune([g.operands["b"]]) == 2
     assert [op.name for op in g.ops] == ["in0", "op_c", "op_d", "out0"]
     assert g.prune([g.operands["d"], g.operands["x"]]) == 0  # read by the output; the input stays
+    g.lint()
+
+
+def test_ops_is_a_list_like_view_of_the_linked_order():
+    g = small_graph()
+    conv, relu = g.find_op("conv"), g.find_op("relu")
+    names = lambda: [op.name for op in g.ops]  # noqa: E731
+    assert names() == ["in0", "conv", "relu", "out0"] and len(g.ops) == len(g) == 4
+    assert g.ops[1] is conv and [op.name for op in g.ops[-2:]] == ["relu", "out0"]
+    assert relu in g.ops and g.ops.index(relu) == 2 and g.ops == list(g.ops) and g.ops.copy() == list(g)
+    # a pass may add and remove operators while it walks the order: the walk sees the order
+    # as it was when it started
+    seen = []
+    for op in g.ops:
+        seen.append(op.name)
+        if op is conv:
+            g.add_op("F.relu", "extra", [conv.outputs[0]], [g.new_operand("e")], before=relu)
+    assert seen == ["in0", "conv", "relu", "out0"]
+    extra = g.find_op("extra")
+    assert names() == ["in0", "conv", "extra", "relu", "out0"] and g.ops.index(relu) == 3
+    g.move_before(extra, conv)
+    assert names() == ["in0", "extra", "conv", "relu", "out0"]
+    g.move_before(extra, g.find_op("out0"))
+    conv.outputs[0].consumers.remove(extra)
+    extra.inputs.clear()
+    g.remove_op(extra)
+    assert names() == ["in0", "conv", "relu", "out0"] and extra not in g.ops and g.find_op("extra") is None
+    with pytest.raises(IRError, match="not in the graph"):
+        g.remove_op(extra)
+    # the list methods of the list this used to be still work
+    g.ops.remove(relu)
+    g.ops.insert(1, relu)
+    assert names() == ["in0", "relu", "conv", "out0"]
+    g.ops = [g.find_op(n) for n in ("in0", "conv", "relu", "out0")]
+    g.lint()
+
+
+def test_find_op_follows_renames():
+    g = small_graph()
+    conv = g.find_op("conv")
+    assert g.rename_op(conv, "conv2") == "conv2" and g.find_op("conv2") is conv and g.find_op("conv") is None
+    conv.name = "direct"  # assigned behind the graph's back: still found
+    assert g.find_op("direct") is conv
+
+
+def test_remove_dead_removes_whole_unused_chains():
+    g = small_graph()
+    x = g.operands["z"]
+    a = g.add_op("F.relu", "a", [x], [g.new_operand("a")])
+    b = g.add_op("F.relu", "b", [a.outputs[0]], [g.new_operand("b")])
+    g.add_op("F.relu", "c", [b.outputs[0]], [g.new_operand("c")])
+    assert g.remove_dead() == 3
+    assert [op.name for op in g.ops] == ["in0", "conv", "relu", "out0"] and "b" not in g.operands
     g.lint()

@@ -1,0 +1,167 @@
+"""Conversion speed against an earlier commit, side by side in the same run (issue 13): the
+whole ``pt2ncnn convert`` process on every torchvision classifier, CPU time of the process
+(user + system), the current tree against a checkout of the baseline commit. Not part of the
+test run; needs the benchmark virtualenv (torch, torchvision)::
+
+    git worktree add --detach /tmp/pt2ncnn-baseline ddd4dc1
+    /work/benchvenv/bin/python tests/benchmarks/bench_convert_speed.py --baseline /tmp/pt2ncnn-baseline \\
+        [--models resnet18,vgg11_bn] [--runs 3]
+
+Each model is exported once (``convert_zoo``-style seeded weights and calibrated BatchNorm,
+1×3×224×224, 299 for Inception-v3) into ``--work`` by a child process. Then the two
+trees' CLIs convert the same ``.pt2`` (``-o`` a scratch folder, ``-q``), runs interleaved
+(baseline, current, baseline, current …) so both see the same machine load; the median CPU
+time of each and their ratio are reported, and the ncnn files of both are compared byte for
+byte (the speed-up must not change the output). Writes ``results/convert_speed.md`` and
+``.json``; ``--export-only`` just fills the cache.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+RESULTS = HERE / "results"
+WORK = Path("/tmp/pt2ncnn-bench-scale/torchvision")
+
+
+def export_one(name: str, work: Path) -> dict:
+    """Build and export one classifier (in a child process)."""
+    import torch
+
+    sys.path.insert(0, str(ROOT))
+    from tests.benchmarks.convert_zoo import classifier
+
+    model, x = classifier(name)
+    with torch.no_grad():
+        ep = torch.export.export(model, (x,))
+    path = work / f"{name}.pt2"
+    tmp = work / f"{name}.partial.pt2"
+    torch.export.save(ep, str(tmp))
+    tmp.replace(path)
+    return {"model": name, "nodes": sum(1 for n in ep.graph.nodes if n.op == "call_function")}
+
+
+def ensure_exported(name: str, work: Path, python: str) -> Path | None:
+    path = work / f"{name}.pt2"
+    if path.exists():
+        return path
+    r = subprocess.run([python, __file__, "--export-one", name, "--work", str(work)], capture_output=True,
+                       text=True, cwd=ROOT)
+    if r.returncode != 0 or not path.exists():
+        print(f"{name}: export failed: {(r.stderr.strip().splitlines() or [''])[-1][:200]}", file=sys.stderr)
+        return None
+    return path
+
+
+def cli_cpu(python: str, tree: Path, model: Path, out: Path) -> float:
+    """CPU seconds (user + system) of one whole ``pt2ncnn convert`` process of ``tree``."""
+    out.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    r = subprocess.run([python, "-m", "engine.cli.main", "convert", str(model), "-o", str(out), "-q"],
+                       cwd=tree, env=env, capture_output=True, text=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if r.returncode != 0:
+        raise RuntimeError(f"{tree}: convert {model.name} failed: {r.stderr.strip()[-400:]}")
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def same_files(a: Path, b: Path, stem: str) -> bool:
+    return all((a / f"{stem}{s}").read_bytes() == (b / f"{stem}{s}").read_bytes()
+               for s in (".ncnn.param", ".ncnn.bin", ".pnnx.param", ".pnnx.bin"))
+
+
+def measure(name: str, model: Path, baseline: Path, python: str, runs: int, scratch: Path) -> dict:
+    base_out, cur_out = scratch / "baseline", scratch / "current"
+    for tree, out in ((baseline, base_out), (ROOT, cur_out)):  # warm: bytecode, page cache
+        cli_cpu(python, tree, model, out)
+    base, cur = [], []
+    for _ in range(runs):
+        base.append(cli_cpu(python, baseline, model, base_out))
+        cur.append(cli_cpu(python, ROOT, model, cur_out))
+    b, c = statistics.median(base), statistics.median(cur)
+    return {"model": name, "baseline_s": round(b, 3), "current_s": round(c, 3), "speedup": round(b / c, 2),
+            "identical": same_files(base_out, cur_out, model.name[:-4]), "mb": round(model.stat().st_size / 2**20, 1)}
+
+
+def write_report(rows: list[dict], baseline_rev: str, current_rev: str, runs: int) -> None:
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "convert_speed.json").write_text(json.dumps(rows, indent=1) + "\n")
+    ok = [r for r in rows if "speedup" in r]
+    lines = [
+        "# `pt2ncnn convert` speed, current tree against the baseline commit (same run)", "",
+        f"Measured {time.strftime('%Y-%m-%d %H:%M')} by `tests/benchmarks/bench_convert_speed.py`: CPU time "
+        f"(user + system) of the whole CLI process, median of {runs} interleaved runs each; baseline "
+        f"{baseline_rev}, current {current_rev}; load average at the end {os.getloadavg()[0]:.1f}. "
+        "*identical*: the four output files are byte-identical.", "",
+    ]
+    if ok:
+        sp = [r["speedup"] for r in ok]
+        lines += [f"**{len(ok)} models: speed-up min {min(sp):.2f}×, median {statistics.median(sp):.2f}×, "
+                  f"max {max(sp):.2f}×; {sum(r['identical'] for r in ok)}/{len(ok)} byte-identical outputs.**", ""]
+    lines += ["| model | .pt2 | baseline | current | speed-up | identical |", "|---|---:|---:|---:|---:|:---:|"]
+    for r in rows:
+        if "speedup" not in r:
+            lines.append(f"| {r['model']} | | | | {r.get('error', '')[:80]} | |")
+            continue
+        lines.append(f"| {r['model']} | {r['mb']:.0f} MB | {r['baseline_s']:.2f} s | {r['current_s']:.2f} s | "
+                     f"{r['speedup']:.2f}× | {'✅' if r['identical'] else '❌'} |")
+    (RESULTS / "convert_speed.md").write_text("\n".join(lines) + "\n")
+
+
+def _rev(tree: Path) -> str:
+    r = subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    dirty = subprocess.run(["git", "-C", str(tree), "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True).stdout.strip()
+    return r.stdout.strip() + ("+changes" if dirty else "")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--baseline", help="a checkout of the baseline commit (git worktree)")
+    ap.add_argument("--models", default="", help="comma-separated torchvision names (default: every classifier)")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--work", default=str(WORK))
+    ap.add_argument("--export-only", action="store_true")
+    ap.add_argument("--export-one", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    if args.export_one:
+        print(json.dumps(export_one(args.export_one, work)))
+        return 0
+    import torchvision
+
+    names = args.models.split(",") if args.models else sorted(torchvision.models.list_models(module=torchvision.models))
+    python = sys.executable
+    rows = []
+    for k, name in enumerate(names, 1):
+        model = ensure_exported(name, work, python)
+        if model is None or args.export_only:
+            print(f"[{k}/{len(names)}] {name}: {'exported' if model else 'export failed'}", flush=True)
+            continue
+        try:
+            row = measure(name, model, Path(args.baseline), python, args.runs, work / "out")
+        except RuntimeError as e:
+            row = {"model": name, "error": str(e)}
+        rows.append(row)
+        print(f"[{k}/{len(names)}] {json.dumps(row)}", flush=True)
+        if not args.models:
+            write_report(rows, _rev(Path(args.baseline)), _rev(ROOT), args.runs)
+    if rows:
+        write_report(rows, _rev(Path(args.baseline)), _rev(ROOT), args.runs)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -34,6 +34,8 @@ class ConvertOptions:
     lint: bool = False  #: lint the graph after every pass (tests)
     snapshots: bool = True  #: keep a text snapshot and diff per pass
     model: str | None = None  #: which model of a multi-model package
+    #: the most elements a constant computed at conversion time may hold (``fold_constants``)
+    fold_budget: int = 1 << 24
 
 
 @dataclass

@@ -33,6 +33,7 @@ from ..ncnn.enums import BinaryOpType, UnaryOpType
 from ._broadcast import Value, align_operands, broadcast_shapes, result_value
 from .symbolic import is_symbolic_scalar
 from ._expression import Arg, Call, ExpressionBuilder, ExpressionError, evaluate, is_literal, parse
+from ._logic_layers import EXPANSIONS
 
 log = logging.getLogger(__name__)
 
@@ -78,15 +79,17 @@ def _scalar_param(ctx, op, name: str) -> Any:
     return ctx.unsupported(f"{name}={v!r} is not a number")
 
 
-def _term(ctx, op, e: ExpressionBuilder, name: str, other: str | None) -> str:
+def _term(ctx, op, e: ExpressionBuilder, name: str, other: str | list[str] | None) -> str:
     """Expression text for argument ``name``: a tensor input, or a literal for a number or a
-    one-element constant that does not change the result's shape."""
+    one-element constant that does not change the result's shape (its rank is at most that of
+    the ``other`` argument(s))."""
     if name in op.input_names:
         opd = op.inputs[op.input_names.index(name)]
         value = ctx.const_value(opd)
         if value is not None and np.size(value) == 1:
-            other_shape = _arg_shape(op, other)
-            if opd.shape is not None and other_shape is not None and len(opd.shape) <= len(other_shape):
+            others = [_arg_shape(op, o) for o in (other if isinstance(other, list) else [other])]
+            if opd.shape is not None and others and all(o is not None for o in others) and \
+                    len(opd.shape) <= max(len(o) for o in others):
                 return e.literal(np.asarray(value).reshape(-1)[0].item())
         if opd.shape == [] and "expr" in opd.meta:
             ctx.unsupported(f"{name} is the symbolic scalar {opd.meta['expr']} (not a constant)")
@@ -107,6 +110,13 @@ def _check_alpha(ctx, op) -> Any:
     if not isinstance(alpha, (int, float)):
         ctx.unsupported(f"alpha={alpha!r} is not a number")
     return alpha
+
+
+def expression_of(ctx, op, fn: str, *names: str):
+    """``fn(names...)`` of the op's arguments (tensors or literals) as one ``pnnx.Expression``."""
+    e = ExpressionBuilder()
+    terms = [_term(ctx, op, e, n, [m for m in names if m != n]) for n in names]
+    return _emit_expression(ctx, op, e, e.call(fn, *terms))
 
 
 @aten_converter(*BINARY)
@@ -202,6 +212,11 @@ class _Expander:
                 return evaluate(node.name, args)
             except (ExpressionError, ValueError, ZeroDivisionError, OverflowError) as ex:
                 self.ctx.unsupported(f"cannot evaluate {node.name}{tuple(args)}: {ex}")
+        if node.name in EXPANSIONS:
+            try:
+                return EXPANSIONS[node.name](self, *args)
+            except TypeError:
+                self.ctx.unsupported(f"expression function {node.name} with {len(args)} arguments")
         if len(args) == 1:
             return self.unary(node.name, args[0])
         if len(args) == 2:

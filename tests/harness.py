@@ -114,8 +114,10 @@ def check_module(module, inputs: Sequence, tmp_path: Path, *, dialect: str = "tr
     with torch.no_grad():
         expected = [t.detach().numpy() for t in _flatten_outputs(module(*run_in))]
     np_in = []
+    kinds = [i.get("dtype", "float32") for i in result.ncnn.meta.get("inputs", [])]
     for k, x in enumerate(run_in):
-        arr = x.detach().numpy().astype(np.float32)
+        # token ids are fed as int32 (ncnn's Embed reads them so), every other input as float32
+        arr = x.detach().numpy().astype(np.int32 if k < len(kinds) and kinds[k] == "int32" else np.float32)
         is_batched = batched[k] if batched is not None else arr.ndim >= 2
         np_in.append(_batchless(arr) if is_batched else arr)
     got = run_ncnn(param, bin_, np_in, len(expected))

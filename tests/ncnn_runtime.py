@@ -32,8 +32,9 @@ def run(param: Path, bin_: Path, inputs: Mapping[str, np.ndarray], outputs: Sequ
     net, rp, rb = load_net(param, bin_)
     assert rp == 0 and rb == 0, f"ncnn refused the model (load_param {rp}, load_model {rb})"
     ex = net.create_extractor()
-    for k, arr in inputs.items():
-        ex.input(k, ncnn.Mat(np.ascontiguousarray(arr, dtype=np.float32)).clone())
+    for k, arr in inputs.items():  # int32 arrays (token ids) stay int32, anything else is fed as float32
+        dtype = np.int32 if np.asarray(arr).dtype == np.int32 else np.float32
+        ex.input(k, ncnn.Mat(np.ascontiguousarray(arr, dtype=dtype)).clone())
     result = []
     for k in outputs:
         ret, mat = ex.extract(k)

@@ -16,7 +16,9 @@ not grow the result's rank) become literals.
 pnnx → ncnn: ``pnnx.Expression`` is expanded like pnnx's ``expand_expression``: one ``UnaryOp``
 (``Erf`` for erf) or ``BinaryOp`` per call; a literal operand gives ``with_scalar=1`` (the
 ``R*`` op types when the literal comes first); ``pow(x, 2)`` is ``UnaryOp`` square and
-``pow(x, 0.5)`` sqrt; ``remainder(a, b)`` (PyTorch's, floored) is ``a - floor_divide(a, b) * b``
+``pow(x, 0.5)`` sqrt; an other integer exponent up to 16 is squarings and products (ncnn's POW is
+``exp(b * log(a))``, NaN for a negative ``a``); ``remainder(a, b)`` (PyTorch's, floored) is
+``a - floor_divide(a, b) * b``
 because ncnn's REMAINDER op is C's ``remainderf``. Tensor–tensor broadcasting is made exact by
 :mod:`engine.converters._broadcast`.
 """
@@ -239,6 +241,8 @@ class _Expander:
         if name not in BINARY_OP_TYPES:
             self.ctx.unsupported(f"expression function {name} has no ncnn equivalent")
         forward, swapped = BINARY_OP_TYPES[name]
+        if name == "pow" and not isinstance(b, Value) and b not in _POW_AS_UNARY and _small_integer(b):
+            return self.integer_power(a, int(b))
         if not isinstance(b, Value):
             if name == "pow" and b in _POW_AS_UNARY:
                 layer = self.ctx.layer("UnaryOp", [a.operand], op_type=_POW_AS_UNARY[b])
@@ -252,6 +256,24 @@ class _Expander:
         aligned = align_operands(self.ctx, a, b, what)
         return self._out(self.ctx.layer("BinaryOp", list(aligned[:2]), op_type=forward), aligned.shape,
                          aligned.batch_dim)
+
+
+    def integer_power(self, a: Value, n: int) -> Value:
+        """``a ** n`` by multiplications (ncnn's POW is ``exp(n * log(a))``: NaN for a negative
+        ``a``, which an integer power is defined for)."""
+        if n < 0:
+            return self.unary("reciprocal", self.integer_power(a, -n))
+        if n == 0:
+            return self.binary("add", self.binary("mul", a, 0.0), 1.0)
+        if n == 1:
+            return a
+        half = self.integer_power(a, n // 2)
+        sq = self.unary("square", half)
+        return sq if n % 2 == 0 else self.binary("mul", sq, a)
+
+
+def _small_integer(v) -> bool:
+    return isinstance(v, (int, float)) and float(v).is_integer() and abs(v) <= 16
 
 
 def _check_expression(op, ctx):

@@ -312,11 +312,16 @@ def movedim(ctx, op):
     return ctx.emit("Tensor.permute", [x], params={"dims": dims})
 
 
+def _empty(opd: Operand) -> bool:
+    return opd.shape is not None and any(d == 0 for d in opd.shape)
+
+
 @aten_converter("aten.cat.default", "aten.concat.default")
 def cat(ctx, op):
-    if len(op.inputs) == 1:
-        return op.inputs[0]
-    return ctx.emit("torch.cat", list(op.inputs), params={"dim": op.params.get("dim", 0)})
+    parts = [x for x in op.inputs if not _empty(x)] or op.inputs[:1]  # an empty piece adds nothing
+    if len(parts) == 1:
+        return parts[0]
+    return ctx.emit("torch.cat", parts, params={"dim": op.params.get("dim", 0)})
 
 
 def _multi(ctx, op, type_: str, params: dict):

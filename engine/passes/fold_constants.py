@@ -581,6 +581,11 @@ class _Folder:
     def try_fold(self, op: Operator, force: bool = False) -> bool:
         if not is_aten(op) or len(op.outputs) != 1 or not op.outputs[0].consumers:
             return False
+        out = op.outputs[0]
+        if _static(out.shape) and 0 in out.shape and short_dtype_of(out) is not None:
+            # an empty tensor has no values to compute (Phi-3's q[..., rotary_dim:] of a full rotation)
+            self._replace(op, Attribute(np.zeros(out.shape, NUMPY_DTYPES[out.dtype])))
+            return True
         if op.type not in FOLDERS and op.type not in SHAPE_ONLY:
             return False
         shape_only = op.type in SHAPE_ONLY

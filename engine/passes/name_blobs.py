@@ -1,7 +1,8 @@
 """Name the model's inputs and outputs as pnnx does (``in0``, ``in1``... and ``out0``...),
 remove the output markers, and record the mapping from these names to the program's own
 input/output names in ``graph.meta["inputs"]`` / ``graph.meta["outputs"]``
-(lists of ``{"blob", "name"}``)."""
+(lists of ``{"blob", "name"}``; an input also has ``"dtype"``, the element type its Mat must
+hold: ``float32``, or ``int32`` for token ids)."""
 from __future__ import annotations
 
 from .manager import graph_pass
@@ -41,5 +42,6 @@ def run(graph, cx):
         seen.add(id(opd))
         graph.rename_operand(opd, f"out{k}")
         named.append({"blob": opd.name, "name": original})
-    graph.meta["inputs"] = [{"blob": opd.name, "name": original} for _, opd, original in inputs]
+    graph.meta["inputs"] = [{"blob": opd.name, "name": original, "dtype": op.meta.get("ncnn_dtype", "float32")}
+                            for op, opd, original in inputs]
     graph.meta["outputs"] = named

@@ -31,7 +31,7 @@ from .errors import VerifyError, check_cancel, require
 from .inputs import choose_inputs
 from .mapping import INPUT_TYPES, BlobMap, map_blobs, map_by_name
 from .metrics import ErrorStats, compare
-from .ncnn_run import BlobFailure, NcnnModel
+from .ncnn_run import BlobFailure, NcnnModel, int32_input_blobs
 from .result import (DIVERGENT, FAILED, INHERITED, NOT_COMPARED, OK, BlobRecord, LayerRecord, OutputRecord,
                      VerifyResult)
 
@@ -199,6 +199,7 @@ class _Verifier:
     def compare_all(self, graph: Graph, blobmap: BlobMap, model: NcnnModel, tv):
         self.graph = graph
         values = tv.values
+        model.int32_blobs = int32_input_blobs(graph)
         feeds = {}
         for op in graph.ops:
             if op.type in INPUT_TYPES:

@@ -9,7 +9,9 @@ ATen → pnnx (``pnnx.Expression``; the ncnn layers are :mod:`engine.converters.
 * ``aten.where.{self,ScalarSelf,ScalarOther,Scalar}`` with a run-time condition →
   ``where(@0,@1,@2)``; ``aten.masked_fill.{Scalar,Tensor}`` with a run-time mask →
   ``where(mask,value,self)`` (constant conditions are :mod:`engine.converters.indexing`'s, which
-  precomputes the selection).
+  precomputes the selection);
+* ``aten.any.{default,dim,dims}`` / ``aten.all.*`` → ``torch.amax`` / ``torch.amin`` of the 0/1
+  values (``ne(x, 0)`` first for a non-bool tensor).
 """
 from __future__ import annotations
 
@@ -64,3 +66,27 @@ def where(ctx, op):
 @aten_converter("aten.masked_fill.Scalar", "aten.masked_fill.Tensor", validator=_runtime("mask"))
 def masked_fill(ctx, op):
     return expression_of(ctx, op, "where", "mask", "value", "self")
+
+
+#: ``any`` / ``all`` over dims: the largest / smallest 0/1 value
+_ANY_ALL = {"aten.any.dim": "torch.amax", "aten.any.dims": "torch.amax", "aten.any.default": "torch.amax",
+            "aten.all.dim": "torch.amin", "aten.all.dims": "torch.amin", "aten.all.default": "torch.amin"}
+
+
+@aten_converter(*_ANY_ALL)
+def any_all(ctx, op):
+    x = op.inputs[0]
+    if x.dtype != "bool":
+        x = _as_bool(ctx, x)
+    dim = op.params.get("dim")
+    if dim is not None and not isinstance(dim, list):
+        dim = [dim]
+    return ctx.emit(_ANY_ALL[op.type], [x], params={"dim": dim or None, "keepdim": bool(op.params.get("keepdim"))})
+
+
+def _as_bool(ctx, x):
+    from ._expression import ExpressionBuilder
+
+    e = ExpressionBuilder()
+    return ctx.emit("pnnx.Expression", [x], params={"expr": e.call("ne", e.input(x), e.literal(0))}, dtype="bool",
+                    shape=list(x.shape or []))

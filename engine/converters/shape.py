@@ -362,9 +362,40 @@ def _const_int(ctx, op, key: str):
     return v
 
 
+def _runtime_bound(op, key: str) -> bool:
+    v = op.params.get(key)
+    opd = op.named_input(key) if isinstance(v, str) and v.startswith("%") else None
+    return opd is not None and not isinstance(opd.meta.get("const"), int)
+
+
+def _slice_to_size(ctx, op):
+    """A slice whose start/end is a run-time size (``x[:, :n]`` with ``n`` a dynamic dim of
+    another tensor): ``Tensor.slice`` with ``start_expr``/``end_expr`` over the tensors measured,
+    which are extra inputs (ncnn's Crop evaluates them)."""
+    x = op.inputs[0]
+    if _const_int(ctx, op, "step") not in (1, None):
+        ctx.unsupported("a strided slice with a run-time bound")
+    refs, params = [x], {"dim": op.params["dim"], "start": 0, "end": INT64_MAX, "step": 1}
+    for key in ("start", "end"):
+        if _runtime_bound(op, key):
+            term = _size_term(ctx, op.named_input(key), refs)
+            if term is None:
+                ctx.unsupported(f"{key} is computed at run time ({op.params[key][1:]}) from something other than sizes")
+            params[f"{key}_expr"] = term
+        else:
+            v = _const_int(ctx, op, key)
+            if v is not None:
+                params[key] = v
+    if len(refs) > 10:
+        ctx.unsupported("a slice bound measuring more than 9 tensors")
+    return ctx.emit("Tensor.slice", refs, params=params)
+
+
 @aten_converter("aten.slice.Tensor", "aten.slice_copy.Tensor")
 def slice_(ctx, op):
     x, out = op.inputs[0], op.outputs[0]
+    if _runtime_bound(op, "start") or _runtime_bound(op, "end"):
+        return _slice_to_size(ctx, op)
     start, end, step = (_const_int(ctx, op, k) for k in ("start", "end", "step"))
     if _same_shape(x, out) and step == 1:
         return x  # x[:, :] style full slices
@@ -733,9 +764,29 @@ def _whole_batch(x, dim: int, first: bool) -> bool:
     return dim == batch_dim(x) and x.shape[dim] == 1 and first
 
 
+def _crop_expression(ctx, op):
+    """``Tensor.slice`` with run-time bounds → a ``Crop`` evaluating them over its extra inputs."""
+    x = op.inputs[0]
+    axis = ncnn_axis(x, op.params["dim"])
+
+    def term(key: str, default: str) -> str:
+        if f"{key}_expr" not in op.params:
+            v = op.params[key]
+            return default if v >= INT64_MAX // 2 else str(int(v))
+        try:
+            return _ncnn_term(parse_expression(str(op.params[f"{key}_expr"])), op.inputs)
+        except ExpressionError as e:
+            raise Unsupported(f"unsupported: slice bound {op.params[f'{key}_expr']}: {e}") from None
+
+    return ctx.layer("Crop", list(op.inputs), starts_expr=term("start", "0"), ends_expr=term("end", "-233"),
+                     axes_expr=str(axis))
+
+
 @ncnn_rule("Tensor.slice")
 def slice_ncnn(ctx, op):
     x, out = op.inputs[0], op.outputs[0]
+    if "start_expr" in op.params or "end_expr" in op.params:
+        return _crop_expression(ctx, op)
     dim = normalize_dim(op.params["dim"], _rank(x))
     if _whole_batch(x, dim, op.params["start"] in (0, -1)):
         return reshape_to(ctx, x, ncnn_shape(out), final=True)

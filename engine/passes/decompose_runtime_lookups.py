@@ -108,7 +108,7 @@ def _embedding(r: _Rewriter) -> Operand | None:
     weight, index = op.named_input("weight"), op.named_input("indices")
     if op.meta.get("int32_indices") or _const(index) is not None or _const(weight) is None:
         return None
-    if not _static(index, weight) or len(weight.shape) != 2:
+    if not _static(weight) or index.shape is None or len(weight.shape) != 2:
         return None
     v, d = weight.shape
     hot = r.one_hot(index, v)
@@ -129,10 +129,78 @@ def _index_tensors(op: Operator) -> list[tuple[int, Operand]] | None:
     return out
 
 
+def cut_constant(opd: Operand) -> tuple[np.ndarray, dict[int, str]] | None:
+    """``(largest, {axis: size})`` when ``opd`` is a constant cut along some axes to run-time
+    sizes (``fold_dynamic_constants``'s ``slice(constant, axis, 0, size)`` chains)."""
+    cuts: dict[int, str] = {}
+    while True:
+        value = _const(opd)
+        if value is not None:
+            return value, cuts
+        p = opd.producer
+        if p is None or p.type != "aten.slice.Tensor" or (p.params.get("start") or 0) != 0 or \
+                p.params.get("step", 1) != 1 or opd.shape is None:
+            return None
+        axis = p.params.get("dim", 0) % len(opd.shape)
+        cuts[axis] = opd.shape[axis]
+        opd = p.inputs[0]
+
+
+def _identity_index(r: _Rewriter, x: Operand, dims: list[int], found: list) -> Operand | None:
+    """``x[..., i0, i1, ...]`` whose index tensors (cut constants, dynamic) pick every element
+    in order — each is ``arange`` of its dim's size along one axis of the index shape, or all
+    zeros on a dim of size 1: ``x`` with those dims squeezed and moved by unsqueezes, then
+    expanded when the index shape is larger."""
+    shape = list(op_shape := r.op.outputs[0].shape or [])
+    index_shape = shape[dims[0]:len(shape) - (len(x.shape) - dims[-1] - 1)]
+    placed, squeezed = {}, []
+    for (k, opd), d in zip(found, dims):
+        cut = cut_constant(opd)
+        if cut is None:
+            return None
+        large, _ = cut
+        pad = len(index_shape) - large.ndim
+        if pad < 0:
+            return None
+        if x.shape[d] == 1 and not large.any():
+            squeezed.append(d)
+            continue
+        axes = [a for a, n in enumerate(large.shape) if n > 1]
+        if len(axes) != 1:
+            return None
+        a = axes[0]
+        n = large.shape[a]
+        if not np.array_equal(large.reshape(-1), np.arange(n)) or opd.shape[a] != x.shape[d] or \
+                index_shape[a + pad] != x.shape[d]:
+            return None
+        placed[d] = a + pad
+    order = [placed[d] for d in dims if d in placed]
+    if order != sorted(order) or len(set(order)) != len(order):
+        return None
+    em, cur, cur_shape = r.em, x, list(x.shape)
+    for d in sorted(squeezed, reverse=True):
+        cur_shape.pop(d)
+        cur = em.op("aten.squeeze.dim", {"self": cur}, shape=list(cur_shape), dtype=x.dtype, dim=d)
+    first = dims[0]
+    for p in range(len(index_shape)):
+        if p not in order:
+            cur_shape.insert(first + p, 1)
+            cur = em.op("aten.unsqueeze.default", {"self": cur}, shape=list(cur_shape), dtype=x.dtype, dim=first + p)
+    if cur_shape != list(op_shape):
+        cur = em.op("aten.expand.default", {"self": cur}, shape=list(op_shape), dtype=x.dtype,
+                    size=[d if isinstance(d, int) else -1 for d in op_shape])
+    return cur
+
+
 def _index(r: _Rewriter) -> Operand | None:
     op = r.op
     x = op.inputs[0]
     found = _index_tensors(op)
+    if found and x.shape is not None and not _static(x, op.outputs[0], *[o for _, o in found]):
+        dims = [k for k, _ in found]
+        if dims == list(range(dims[0], dims[0] + len(dims))):
+            return _identity_index(r, x, dims, found)
+        return None
     if not found or not _static(x, op.outputs[0], *[o for _, o in found]):
         return None
     dims = [k for k, _ in found]
@@ -200,13 +268,30 @@ def _index_select(r: _Rewriter) -> Operand | None:
     return r.gather_rows(x, dim, 1, index, list(index.shape))
 
 
+def _uniform_gather(r: _Rewriter, data: np.ndarray, index: Operand, dim: int) -> Operand | None:
+    """A gather from a constant that is the same along ``dim``, for an index of dynamic shape:
+    ``index * 0 + data[..., :1, ...]`` (broadcast, exact for the integer index)."""
+    sub = np.take(data, [0], axis=dim)
+    if any(n not in (1, m) for d, (n, m) in enumerate(zip(sub.shape, index.shape)) if d != dim):
+        return None
+    em = r.em
+    zero = em.op("aten.mul.Tensor", {"self": index}, shape=list(index.shape), dtype=index.dtype, other=0)
+    table = em.constant(np.ascontiguousarray(sub), name=f"{r.op.name}_value")
+    return em.op("aten.add.Tensor", {"self": zero, "other": table}, shape=list(index.shape),
+                 dtype=r.op.outputs[0].dtype, alpha=1)
+
+
 def _gather(r: _Rewriter) -> Operand | None:
     op = r.op
     x, index = op.inputs[0], op.named_input("index")
-    if not _static(x, index, op.outputs[0]) or len(x.shape) != len(index.shape):
+    if x.shape is None or index.shape is None or len(x.shape) != len(index.shape):
         return None
     dim = op.params["dim"] % len(x.shape)
     data = _const(x)
+    if data is not None and not _static(index) and (np.take(data, [0], axis=dim) == data).all():
+        return _uniform_gather(r, data, index, dim)
+    if not _static(x, index, op.outputs[0]):
+        return None
     if data is not None and (np.take(data, [0], axis=dim) == data).all():
         # the same value wherever along dim: the index does not matter
         sub = np.take(data, [0], axis=dim)

@@ -452,6 +452,7 @@ FOLDERS: dict[str, Callable[[Args], Any]] = {
     "aten.copy.default": _copy, "aten.slice_scatter.default": _slice_scatter,
     "aten.select_scatter.default": _select_scatter, "aten.index.Tensor": _index, "aten.index_put.default": _index_put,
     "aten.index_select.default": lambda a: np.take(a.array("self"), a.array("index"), axis=a["dim"]),
+    "aten.embedding.default": lambda a: np.take(a.array("weight"), a.array("indices"), axis=0),
     "aten.gather.default": lambda a: np.take_along_axis(a.array("self"), a.array("index"), axis=a["dim"]),
     "aten.masked_fill.Scalar": _masked_fill, "aten.masked_fill.Tensor": _masked_fill,
     "aten.where.self": _where, "aten.where.ScalarSelf": _where, "aten.where.ScalarOther": _where,
@@ -528,7 +529,7 @@ FOLDERS: dict[str, Callable[[Args], Any]] = {
 #: ops that read only their input's shape (the input itself need not be constant)
 #: products and gathers (see COMPUTED_RESULT)
 COMPUTED = {"aten.linear.default", "aten.addmm.default", "aten.matmul.default", "aten.mm.default", "aten.bmm.default",
-            "aten.index.Tensor", "aten.index_select.default", "aten.gather.default"}
+            "aten.index.Tensor", "aten.index_select.default", "aten.gather.default", "aten.embedding.default"}
 SHAPE_ONLY = {"aten.sym_size.int", "aten.sym_numel.default", "aten.full_like.default", "aten.zeros_like.default",
               "aten.ones_like.default"}
 

@@ -45,3 +45,11 @@ def test_attention_scores_with_random_padding_mask(tmp_path, dialect, seed):
     mask = (torch.rand(1, 7, generator=g) > 0.4).float()
     mask[0, 0] = 1  # every row keeps a key
     check_module(Fn(f), [torch.randn(1, 2, 5, 7, generator=g), mask], tmp_path, dialect=dialect)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_any_and_all(tmp_path, dialect):
+    x = torch.tensor([[[0.0, 0, 0], [0, 2, 0], [1, 1, 1]]])
+    c = check_module(Fn(lambda x: (x.any(-1), (x > 0).all(-1, keepdim=True), x.bool().any(1))), [x], tmp_path,
+                     dialect=dialect)
+    assert c.errors == [0.0, 0.0, 0.0]

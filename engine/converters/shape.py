@@ -199,6 +199,15 @@ def view(ctx, op):
     return _emit_reshape(ctx, op, "size")
 
 
+@aten_converter("aten.reshape_as.default", "aten.view_as.default")
+def reshape_as(ctx, op):
+    out = op.outputs[0]
+    if out.shape is None:
+        ctx.unsupported("reshape_as to an unknown shape")
+    return ctx.emit("Tensor.reshape", [op.inputs[0]], params={"shape": [d if isinstance(d, int) else -1 for d in
+                                                                      out.shape]})
+
+
 @aten_converter("aten.reshape.default")
 def reshape(ctx, op):
     return _emit_reshape(ctx, op, "shape")

@@ -16,6 +16,9 @@ of the largest one (``arange(n)``, ``tril``, ``x[:, :n]`` of a table, the relati
 largest one; a value that fails stays unfolded (its operators are then lowered as run-time ops
 where they can be).
 
+An ``expand`` to a run-time size first becomes a product with ``ones`` of that size (a shape
+value), since ncnn's ``Tile`` needs constant repeats.
+
 Which values are cut: the shape values read by run-time operators. One whose largest form
 would be much bigger than the constants it is made of (a causal mask ``(n, n)`` built from two
 ``arange(n)``: more than :data:`GROWTH` times and more than :data:`SMALL` elements) is not
@@ -317,11 +320,48 @@ class _Folding:
                                 and i.shape != [] and not (i.producer and i.producer.type.startswith(_SCALAR_PREFIXES))]
 
 
+def expand_by_product(graph: Graph) -> int:
+    """``expand(x, size)`` to a run-time size (ncnn's Tile needs constant repeats) becomes
+    ``x * ones(s)``, ``s`` the size with 1 wherever ``x`` keeps its own: BinaryOp broadcasting
+    makes the same tensor, and ``ones(s)`` is a shape value folded here."""
+    count = 0
+    for op in graph.ops_of_type("aten.expand.default"):
+        x, out = op.inputs[0], op.outputs[0]
+        if x.shape is None or out.shape is None or all(isinstance(d, int) for d in out.shape):
+            continue
+        size = list(op.params.get("size") or [])
+        pad = len(out.shape) - len(x.shape)
+        ones, inputs = [], []
+        for i, d in enumerate(size):
+            own = x.shape[i - pad] if i >= pad else 1
+            if isinstance(d, str) and d.startswith("%") and own == 1:
+                opd = op.named_input(f"size.{i}")
+                if opd is None:
+                    break
+                inputs.append((f"size.{len(ones)}", opd))
+                ones.append(d)
+            else:
+                ones.append(1)
+        else:
+            if not inputs:
+                continue
+            em = AtenEmitter(graph, op)
+            shape = [out.shape[i] if ones[i] != 1 else 1 for i in range(len(ones))]
+            renamed = [(f"size.{i}", opd) for i, (_, opd) in zip([k for k, v in enumerate(ones) if v != 1], inputs)]
+            one = em.op("aten.ones.default", renamed, shape=shape, dtype=x.dtype, name=f"{op.name}_ones", size=ones)
+            prod = em.op("aten.mul.Tensor", {"self": x, "other": one}, shape=list(out.shape), dtype=out.dtype)
+            em.replace(prod)
+            graph.prune([out])
+            count += 1
+    return count
+
+
 @graph_pass("fold_dynamic_constants", "values of dynamic size made of sizes and constants: fold at the largest "
                                       "size, cut to the run-time size")
 def run(graph: Graph, cx) -> None:
     if not any(s.get("max") is not None or s.get("min") is not None for s in graph.meta.get("symbols", {}).values()):
         return
+    expand_by_product(graph)
     f = _Folding(graph, cx)
     if f.shapes.ranges:
         f.run()

@@ -74,9 +74,9 @@ def _mask_operand(ctx, op, q: Operand, k: Operand) -> Operand | None:
         if mask is not None:
             ctx.unsupported("is_causal together with attn_mask")
         rows, cols = q.shape[-2], k.shape[-2]
-        if not isinstance(rows, int) or not isinstance(cols, int):
-            ctx.unsupported("is_causal with a dynamic sequence length")
-        return ctx.constant(causal_mask(rows, cols), name=f"{_base(op)}_causal")
+        if isinstance(rows, int) and isinstance(cols, int):
+            return ctx.constant(causal_mask(rows, cols), name=f"{_base(op)}_causal")
+        return _dynamic_causal(ctx, op, q, k)
     if mask is None:
         return None
     if mask.dtype == "bool":
@@ -86,6 +86,33 @@ def _mask_operand(ctx, op, q: Operand, k: Operand) -> Operand | None:
         return ctx.constant(np.where(np.asarray(attr.data, bool), np.float32(0.0), np.float32(MASKED)),
                             name=f"{_base(op)}_mask")
     return mask
+
+
+def _largest(ctx, d) -> int:
+    if isinstance(d, int):
+        return d
+    top = ctx.graph.meta.get("symbols", {}).get(str(d), {}).get("max")
+    if not isinstance(top, int):
+        ctx.unsupported(f"is_causal with the sequence length {d}, which has no upper bound")
+    return top
+
+
+def _dynamic_causal(ctx, op, q: Operand, k: Operand) -> Operand:
+    """The causal mask of a dynamic length: the largest one, cut to the query and key lengths at
+    run time (ncnn Crops measuring q and k; the top-left corner of a causal mask is causal)."""
+    from .shape import INT64_MAX
+
+    rows, cols = q.shape[-2], k.shape[-2]
+    cur = ctx.constant(causal_mask(_largest(ctx, rows), _largest(ctx, cols)), name=f"{_base(op)}_causal")
+    shape = list(cur.shape)
+    for axis, (ref, size) in enumerate(((q, rows), (k, cols))):
+        if isinstance(size, int):
+            continue
+        shape[axis] = size
+        cur = ctx.emit("Tensor.slice", [cur, ref], shape=list(shape), dtype="f32", name=f"{_base(op)}_causal_cut",
+                       params={"dim": axis, "start": 0, "end": INT64_MAX, "step": 1,
+                               "end_expr": f"size(@1,{len(ref.shape) - 2})"})
+    return cur
 
 
 @aten_converter(*SDPA_OPS)

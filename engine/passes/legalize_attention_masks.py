@@ -3,7 +3,8 @@ after the attention recompositions).
 
 ncnn's SDPA adds a float mask to the scores; PyTorch also takes a boolean one (True = attend).
 
-* a constant boolean mask that is PyTorch's causal mask becomes ``is_causal=True`` (no input);
+* a constant boolean mask that is PyTorch's causal mask becomes ``is_causal=True`` (no input),
+  also when it is a causal mask folded at the largest size and cut to the run-time one;
   any other constant one becomes the additive constant (0 where True, ``-1e30`` elsewhere);
 * a boolean mask computed at run time (a padding mask from ``attention_mask``, combined with a
   causal or sliding-window mask) becomes ``logical_not(mask) * -1e30`` (see
@@ -20,7 +21,7 @@ import numpy as np
 from ..converters.attention import MASKED, is_causal_mask
 from ..ir import Graph
 from ._aten import AtenEmitter
-from .decompose_runtime_lookups import _const
+from .decompose_runtime_lookups import _const, cut_constant
 from .manager import graph_pass
 
 log = logging.getLogger(__name__)
@@ -36,6 +37,13 @@ def run(graph: Graph, cx) -> None:
             continue
         index = op.input_names.index("attn_mask")
         value = _const(mask)
+        cut = cut_constant(mask) if value is None else None
+        if cut is not None and is_causal_mask(cut[0]) and not op.params.get("is_causal"):
+            # a causal mask folded at the largest size and cut to the run-time one is causal
+            graph.remove_input(op, index)
+            op.params["is_causal"] = True
+            graph.prune([mask])
+            continue
         if value is not None:
             if is_causal_mask(value) and not op.params.get("is_causal"):
                 graph.remove_input(op, index)

@@ -32,6 +32,8 @@ _VIEWS = ("aten.view.default", "aten.reshape.default", "aten._unsafe_view.defaul
           "aten.squeeze.dim", "aten.squeeze.dims", "aten.squeeze.default", "aten.flatten.using_ints",
           "aten.view_copy.default")
 _CASTS = ("aten._to_copy.default", "aten.to.dtype", "aten.to.dtype_layout", "aten.to.device")
+#: ops that read only the size of a tensor (they need no float copy)
+_SHAPE_READERS = ("aten.sym_size.int", "aten.sym_numel.default", "aten.sym_stride.int")
 
 
 def _is_view(op: Operator) -> bool:
@@ -50,7 +52,7 @@ def _uses(start: Operand) -> tuple[list[Operator], list[tuple[Operator, Operand]
                 lookups.append(c)
             elif _is_view(c) and c.inputs[0] is opd and len(c.outputs) == 1:
                 pending.append(c.outputs[0])
-            else:
+            elif c.type not in _SHAPE_READERS:
                 others.append((c, opd))
     return lookups, others
 

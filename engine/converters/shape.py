@@ -521,7 +521,7 @@ def index_vector(op, ctx):
 _RUNS_LIMIT = 32
 
 
-def _gather_runs(idx: np.ndarray, size) -> list[tuple[int, int]] | None:
+def gather_runs(idx: np.ndarray, size) -> list[tuple[int, int]] | None:
     """The index vector as (start, stop) runs of consecutive elements (None: too many or a
     negative index on a dynamic size)."""
     if isinstance(size, int):
@@ -546,7 +546,7 @@ def _check_gather(op, ctx):
         return "unsupported: indexing with run-time or multi-dim indices (ncnn gathers constant indices on one dim)"
     dim, idx, _ = found
     x = op.inputs[0]
-    if _gather_runs(idx.reshape(-1), (x.shape or [None] * (dim + 1))[dim]) is None:
+    if gather_runs(idx.reshape(-1), (x.shape or [None] * (dim + 1))[dim]) is None:
         return f"unsupported: gather of {len(idx)} indices in more than {_RUNS_LIMIT} runs"
     return None
 
@@ -842,7 +842,7 @@ def index_select_ncnn(ctx, op):
         return reshape_to(ctx, x, ncnn_shape(out), final=True)  # the only sample
     axis = ncnn_axis(x, dim)
     src = ncnn_shape(x)
-    runs = _gather_runs(np.asarray(op.params["index"], dtype=np.int64), src[axis])
+    runs = gather_runs(np.asarray(op.params["index"], dtype=np.int64), src[axis])
     if runs is None:
         ctx.unsupported(f"index_select of {len(op.params['index'])} indices in more than {_RUNS_LIMIT} runs")
     if len(runs) == 1:

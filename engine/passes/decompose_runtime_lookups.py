@@ -30,6 +30,7 @@ import math
 
 import numpy as np
 
+from ..converters.shape import gather_runs
 from ..ir import Graph, Operand, Operator
 from ._aten import AtenEmitter
 from .manager import graph_pass
@@ -231,7 +232,7 @@ def _strides(sizes: list[int]) -> list[int]:
     return [math.prod(sizes[i + 1:]) for i in range(len(sizes))]
 
 
-def _constant_index(r: _Rewriter, x: Operand, dims: list[int], values: list[np.ndarray]) -> Operand:
+def _constant_index(r: _Rewriter, x: Operand, dims: list[int], values: list[np.ndarray]) -> Operand | None:
     """``x[..., i0, i1, ...]`` with constant index tensors: positions in the flattened indexed
     dims, gathered once per distinct position, then broadcast back."""
     first, sizes = dims[0], [x.shape[k] for k in dims]
@@ -248,6 +249,8 @@ def _constant_index(r: _Rewriter, x: Operand, dims: list[int], values: list[np.n
     shape = list(x.shape)
     pre, post = shape[:first], shape[first + len(dims):]
     n = math.prod(sizes)
+    if gather_runs(core.reshape(-1), n) is None:
+        return None  # more pieces than ncnn's Crop/Concat gather is worth
     data = r.view(x, pre + [n] + post)
     rng = r.em.constant(core.reshape(-1), name=f"{r.op.name}_positions")
     picked = r.em.op("aten.index_select.default", {"self": data, "index": rng},

@@ -663,9 +663,12 @@ class _Folder:
         """Stand-ins (zeros of the right shape) for the arguments of ``op`` that only give their
         shape (:data:`SHAPE_ARGS`); None when such a shape is not static."""
         out: dict[int, np.ndarray] = {}
-        for name in SHAPE_ARGS.get(op.type, ()):
+        shape_names = SHAPE_ARGS.get(op.type, ())
+        # an operand also passed where its values count (x.expand_as(x)) is no stand-in
+        valued = {id(i) for n, i in zip(op.input_names, op.inputs) if n not in shape_names}
+        for name in shape_names:
             opd = op.named_input(name)
-            if opd is None or self.is_const(opd):
+            if opd is None or self.is_const(opd) or id(opd) in valued:
                 continue
             if opd.shape is None:
                 return None

@@ -84,12 +84,13 @@ def _expression(ctx, terms: list[tuple]) -> object:
 
 
 def _select_terms(ctx, cond: np.ndarray, a, b) -> list[tuple]:
-    """``where(cond, a, b)`` as terms of :func:`_expression` (``a``/``b``: an operand or a float)."""
+    """``where(cond, a, b)`` as terms of :func:`_expression` (``a``/``b``: an operand, a float or
+    a constant array)."""
     cond = np.asarray(cond, bool)
     terms = []
     const = np.zeros(cond.shape, np.float64)
     for side, chosen in ((a, cond), (b, ~cond)):
-        if isinstance(side, float):
+        if isinstance(side, (float, np.ndarray)):
             const = const + np.where(chosen, side, 0.0)
         elif chosen.all():
             terms.append((side, None))
@@ -137,8 +138,8 @@ def _operand_or_value(ctx, op, name: str):
     if opd is not None and ctx.const_value(opd) is None:
         return opd
     v = _value(ctx, op, name)
-    if v is None:
-        ctx.unsupported(f"where() {name} is a constant tensor of more than one element")
+    if v is None:  # a constant tensor: its selected part is precomputed
+        return np.asarray(ctx.const_value(opd), np.float64)
     return v
 
 

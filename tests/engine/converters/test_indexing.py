@@ -81,6 +81,8 @@ MASKS = {
     "where_tensor": lambda x: torch.where(torch.arange(20).view(4, 5) % 3 == 0, x, x * 2),
     "where_scalar_other": lambda x: torch.where(torch.eye(4, 5, dtype=torch.bool), x, 0.25),
     "where_scalar_self": lambda x: torch.where(torch.eye(4, 5, dtype=torch.bool), -1.0, x),
+    # a constant tensor branch (DETR's core-ATen decoder mask): its selected part is precomputed
+    "where_constant_tensor": lambda x: torch.where(torch.eye(4, 5, dtype=torch.bool), torch.arange(5.0) - 2, x),
     "tril": lambda x: torch.tril(x),
     "triu_offset": lambda x: torch.triu(x, 1),
 }

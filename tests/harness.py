@@ -114,7 +114,9 @@ def check_module(module, inputs: Sequence, tmp_path: Path, *, dialect: str = "tr
     run_in = list(run_inputs if run_inputs is not None else inputs)
     with torch.no_grad():
         expected = [t.detach().numpy() for t in _flatten_outputs(module(*run_in))]
-    np_in = [x.detach().numpy().astype(np.float32) for x in run_in]
+    # token ids are fed as int32 (ncnn's Embed reads them so), every other input as float32
+    np_in = [x.detach().numpy().astype(np.int32 if spec.get("dtype") == "int32" else np.float32)
+             for spec, x in zip(layout["inputs"], run_in)]
     got = run_layout(param, bin_, np_in, layout)
     assert len(got) == len(expected), f"{len(got)} ncnn outputs for {len(expected)} PyTorch outputs"
     errors = []

@@ -32,8 +32,9 @@ def run(param: Path, bin_: Path, inputs: Mapping[str, np.ndarray], outputs: Sequ
     net, rp, rb = load_net(param, bin_)
     assert rp == 0 and rb == 0, f"ncnn refused the model (load_param {rp}, load_model {rb})"
     ex = net.create_extractor()
-    for k, arr in inputs.items():
-        data = np.ascontiguousarray(arr, dtype=np.float32)  # kept alive until cloned: the Mat wraps it
+    for k, arr in inputs.items():  # int32 arrays (token ids) stay int32, anything else is fed as float32
+        dtype = np.int32 if np.asarray(arr).dtype == np.int32 else np.float32
+        data = np.ascontiguousarray(arr, dtype=dtype)  # kept alive until cloned: the Mat wraps it
         ex.input(k, ncnn.Mat(data).clone())
     result = []
     for k in outputs:
@@ -44,10 +45,11 @@ def run(param: Path, bin_: Path, inputs: Mapping[str, np.ndarray], outputs: Sequ
 
 
 def feed_mat(arr: np.ndarray, batch: int | None):
-    """An ncnn Mat of ``arr`` (a PyTorch-shaped array) with axis ``batch`` as the Mat's batch."""
+    """An ncnn Mat of ``arr`` (a PyTorch-shaped array) with axis ``batch`` as the Mat's batch;
+    int32 (token ids) stays int32, anything else is fed as float32."""
     import ncnn
 
-    a = np.ascontiguousarray(arr, dtype=np.float32)
+    a = np.ascontiguousarray(arr, dtype=np.int32 if np.asarray(arr).dtype == np.int32 else np.float32)
     if a.ndim == 0:
         a = a.reshape(1)
     if batch is None:

@@ -78,7 +78,13 @@ Every node operator has ``provenance = Provenance((node name,), (innermost modul
 :class:`~engine.reader.schema.ModuleFrame`, outermost first), ``defaulted``. Operators without a
 schema in the table (custom ops) have ``meta["no_schema"] = True``. Higher-order ops (``cond``,
 ``map``, ``while_loop``...) keep their subgraph names as params, the subgraphs themselves in
-``meta["subgraphs"]`` and a reason in ``meta["unsupported_reason"]``.
+``meta["subgraphs"]`` and a reason in ``meta["unsupported_reason"]``. The exceptions are the
+wrappers that only change a mode around tensor-only code, ``wrap_with_set_grad_enabled``
+(``torch.no_grad()``, ``@torch.no_grad()`` on a ``forward``) and ``wrap_with_autocast``
+(``torch.autocast(...)``): their subgraph is inlined (its nodes become operators of the graph,
+its outputs the values the wrapper returned), as pnnx's ``.pt2`` frontend does. The inlined
+operators are marked ``meta["inlined_from"]`` = the wrapper's node name; an enabled autocast is
+computed in float32 like everything else (a warning-free difference of precision only).
 
 ``graph.meta``: ``name``, ``dialect`` (``TRAINING``/``ATEN``), ``symbols`` (``{name: {"min",
 "max", "hint"}}``), ``constant_inputs``, ``mutations``, ``ignored_outputs`` (token and gradient
@@ -105,6 +111,8 @@ _ATTRIBUTE_KINDS = {InputKind.PARAMETER: "parameter", InputKind.BUFFER: "buffer"
 _USER_OUTPUTS = (OutputKind.USER_OUTPUT, OutputKind.LOSS_OUTPUT)
 _MUTATION_OUTPUTS = (OutputKind.BUFFER_MUTATION, OutputKind.PARAMETER_MUTATION, OutputKind.USER_INPUT_MUTATION)
 _HALF_DTYPES = ("f16", "bf16")
+#: higher-order ops that only set a mode around tensor-only code: built inline
+_INLINED = ("higher_order.wrap_with_set_grad_enabled", "higher_order.wrap_with_autocast")
 #: schema argument types (list and optional forms too) that never hold a tensor: a file naming
 #: a tensor there (a stride, a dim) is malformed
 _NON_TENSOR_TYPES = frozenset({"int", "SymInt", "float", "bool", "str", "ScalarType", "Layout", "Device",
@@ -164,6 +172,13 @@ class _Builder:
         #: graph-input value name → (input kind, FQN) for mutation notes
         self.input_targets: dict[str, tuple[str, str | None]] = {}
         self.mutations: list[dict] = []
+        #: the wrapper node whose subgraph is being inlined (None at the top level)
+        self.inline_prefix: str | None = None
+
+    @property
+    def exact(self) -> bool:
+        """Operands take exactly their serialized names (an inlined subgraph's may be taken)."""
+        return self.inline_prefix is None
 
     # ------------------------------------------------------------------ top level
     def build(self) -> Graph:
@@ -199,13 +214,13 @@ class _Builder:
         try:
             if tm is not None:
                 shape = [dim(s) for s in tm.sizes]
-                opd = self.g.new_operand(name, dtype=short_dtype(tm.dtype), shape=shape, exact=True)
+                opd = self.g.new_operand(name, dtype=short_dtype(tm.dtype), shape=shape, exact=self.exact)
                 if not all(isinstance(d, int) for d in shape):
                     opd.meta["shape_hint"] = [_hint(s) for s in tm.sizes]
                 elif tm.is_static and not tm.is_contiguous:  # what as_strided would read differs
                     opd.meta["strides"] = list(tm.strides)
             else:
-                opd = self.g.new_operand(name, exact=True)
+                opd = self.g.new_operand(name, exact=self.exact)
                 for table, dtype in ((src.sym_int_values, "i64"), (src.sym_float_values, "f32"),
                                      (src.sym_bool_values, "bool")):
                     if name in table:
@@ -289,6 +304,8 @@ class _Builder:
     # ------------------------------------------------------------------ nodes
     def _node(self, node: Any) -> None:
         key = node.op
+        if key in _INLINED and self._inline(node):
+            return
         schema = schemas.get(key)
         call = _Call(self, f"node {node.name}")
         given = [(a.name or f"arg{i}", a.arg) for i, a in enumerate(node.inputs)]
@@ -311,6 +328,9 @@ class _Builder:
         outputs, per_return = self._outputs(node)
         op = self.g.add_op(key, node.name, call.inputs, outputs, params=call.params, input_names=call.names,
                            provenance=Provenance((node.name,), (node.metadata.module_path,)))
+        if self.inline_prefix is not None:
+            op.provenance = Provenance((op.name,), (node.metadata.module_path,))
+            op.meta["inlined_from"] = self.inline_prefix
         meta = op.meta
         meta["target"] = node.target
         meta["source"] = node.metadata.source
@@ -327,6 +347,39 @@ class _Builder:
             meta["no_schema"] = True
         if schema is not None and schema.is_mutable:
             self._inplace(op, schema, per_return)
+
+    def _inline(self, node: Any) -> bool:
+        """Build the subgraph of a mode wrapper (:data:`_INLINED`) in place of the wrapper; False
+        (build it as an unsupported higher-order op) when the wrapper is not the expected form."""
+        args = [a.arg for a in node.inputs]
+        at = next((i for i, a in enumerate(args) if isinstance(a.value, GraphArgument)), None)
+        if at is None:
+            return False
+        sub = args[at].value.graph
+        operands = [a.value for a in args[at + 1:]]
+        if len(operands) != len(sub.inputs) or not all(isinstance(v, TensorRef) for v in operands):
+            return False
+        outer_src, outer_values, outer_prefix = self.src, self.values, self.inline_prefix
+        inner = {}
+        for arg, ref in zip(sub.inputs, operands):
+            if not isinstance(arg.value, TensorRef):
+                return False
+            inner[arg.value.name] = self._use(ref.name, f"node {node.name}")
+        self.src, self.values, self.inline_prefix = sub, inner, node.name
+        try:
+            for n in sub.nodes:
+                self._node(n)
+            results = [self._use(o.value.name, f"node {node.name}") if isinstance(o.value, TensorRef) else None
+                       for o in sub.outputs]
+        finally:
+            self.src, self.values, self.inline_prefix = outer_src, outer_values, outer_prefix
+        outs = [item for arg in node.outputs for item in (arg.value if isinstance(arg.value, list) else [arg.value])]
+        if len(outs) != len(results) or any(r is None or not isinstance(o, TensorRef) for o, r in zip(outs, results)):
+            raise PT2FormatError(f"node {node.name}", f"{node.op} returns {len(outs)} values for the "
+                                                      f"{len(results)} tensors its subgraph returns")
+        for o, r in zip(outs, results):
+            self.values[o.name] = r
+        return True
 
     def _outputs(self, node: Any) -> tuple[list[Operand], list[int]]:
         outputs: list[Operand] = []

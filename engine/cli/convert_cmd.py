@@ -168,4 +168,7 @@ def _run(args) -> int:
         print(f"converted {args.model}: {result.layer_count} ncnn layers in {result.seconds:.2f} s")
         for p in written:
             print(f"  wrote {p}")
+        for i in result.ncnn.meta.get("inputs", []):
+            if i.get("dtype") == "int32":  # ncnn Mats are float: say which inputs are not
+                print(f"  input {i['blob']} ({i['name']}): token ids, fed as an int32 Mat (ncnn's Embed reads int32)")
     return 0

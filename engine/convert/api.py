@@ -37,6 +37,8 @@ class ConvertOptions:
     snapshots: bool = True  #: keep a snapshot and diff per pass (``PassRecord``)
     model: str | None = None  #: which model of a multi-model package
     keep_aten: bool = True  #: keep a copy of the graph as built (``ConversionResult.aten``; coverage needs it)
+    #: the most elements a constant computed at conversion time may hold (``fold_constants``)
+    fold_budget: int = 1 << 24
 
 
 @dataclass
@@ -112,6 +114,7 @@ class ConversionResult:
         return {
             "ok": self.ok,
             "layers": self.layer_count,
+            "inputs": list(self.ncnn.meta.get("inputs", [])),
             "diagnostics": [{k: d.to_dict()[k] for k in ("node", "op", "reason", "module", "source", "severity")}
                             for d in self.diagnostics],
             "passes": [r.summary() for r in self.records[1:]],

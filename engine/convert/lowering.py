@@ -60,6 +60,8 @@ def lower_graph(g: Graph, registry: Registry, ctx: ConversionContext,
                 reason = str(op.meta["unsupported_reason"])
             else:
                 reason = f"unsupported: no {registry.name} converter registered for {op.type}"
+            if op.meta.get("fold_skipped"):  # why constant folding left it
+                reason += f" ({op.meta['fold_skipped']})"
             ctx.error(reason, op)
             continue
         original_name = op.name

@@ -25,6 +25,7 @@ UNARY_FUNCS = {
     "asin": math.asin, "acos": math.acos, "atan": math.atan, "sinh": math.sinh, "cosh": math.cosh,
     "tanh": math.tanh, "asinh": math.asinh, "acosh": math.acosh, "atanh": math.atanh,
     "log10": math.log10, "log1p": math.log1p, "expm1": math.expm1, "erf": math.erf,
+    "logical_not": lambda x: float(not x),
 }
 
 #: binary functions of the language, with their Python evaluation
@@ -34,7 +35,15 @@ BINARY_FUNCS = {
     "max": max, "min": min, "atan2": math.atan2, "fmod": math.fmod,
     "floor_divide": lambda a, b: math.floor(a / b), "remainder": lambda a, b: a - math.floor(a / b) * b,
     "logaddexp": lambda a, b: max(a, b) + math.log1p(math.exp(-abs(a - b))),
+    # comparisons and boolean logic give 1.0 / 0.0 (a bool tensor is 0/1 floats in ncnn)
+    "eq": lambda a, b: float(a == b), "ne": lambda a, b: float(a != b), "lt": lambda a, b: float(a < b),
+    "le": lambda a, b: float(a <= b), "gt": lambda a, b: float(a > b), "ge": lambda a, b: float(a >= b),
+    "logical_and": lambda a, b: float(bool(a) and bool(b)), "logical_or": lambda a, b: float(bool(a) or bool(b)),
+    "logical_xor": lambda a, b: float(bool(a) != bool(b)),
 }
+
+#: functions of three arguments: ``where(condition, a, b)``
+TERNARY_FUNCS = {"where": lambda c, a, b: a if c else b}
 
 
 @dataclass(frozen=True)
@@ -66,9 +75,9 @@ def format_literal(v: Any) -> str:
     if isinstance(v, int):
         return str(v)
     f = float(v)
-    if math.isinf(f) or math.isnan(f):
+    if math.isnan(f):
         raise ExpressionError(f"literal {f} cannot be written in an expression")
-    return repr(f)
+    return repr(f)  # ``inf`` / ``-inf`` parse back
 
 
 class ExpressionBuilder:
@@ -98,7 +107,7 @@ class ExpressionBuilder:
         return f"{name}({','.join(args)})"
 
 
-_TOKEN = re.compile(r"\s*(?:(?P<arg>@\d+)|(?P<num>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)"
+_TOKEN = re.compile(r"\s*(?:(?P<arg>@\d+)|(?P<num>[-+]?(?:inf\b|(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?))"
                     r"|(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<punct>[(),]))")
 
 
@@ -126,7 +135,7 @@ def _parse_node(tokens: Sequence[tuple[str, str]], i: int, text: str) -> tuple[N
     if kind == "arg":
         return Arg(int(tok[1:])), i + 1
     if kind == "num":
-        return (float(tok) if any(c in tok for c in ".eE") else int(tok)), i + 1
+        return (float(tok) if any(c in tok for c in ".eEn") else int(tok)), i + 1
     if kind == "name":
         if tok in ("True", "False"):
             return int(tok == "True"), i + 1
@@ -158,4 +167,6 @@ def evaluate(name: str, args: Sequence[float]) -> float:
         return UNARY_FUNCS[name](args[0])
     if len(args) == 2 and name in BINARY_FUNCS:
         return BINARY_FUNCS[name](args[0], args[1])
+    if len(args) == 3 and name in TERNARY_FUNCS:
+        return TERNARY_FUNCS[name](*args)
     raise ExpressionError(f"unknown function {name} with {len(args)} arguments")

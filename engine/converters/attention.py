@@ -7,9 +7,9 @@ output may be used) → ``F.scaled_dot_product_attention`` (inputs ``query, key,
 math decomposition is put back together by the ``recompose_attention`` pass first.
 
 * ``is_causal`` becomes a constant ``(L, S)`` additive mask (0 on and below the diagonal,
-  ``-inf`` above; PyTorch's top-left alignment), added to nothing else (PyTorch refuses both);
-* a constant boolean mask becomes the additive ``0``/``-inf`` mask; a boolean mask computed in
-  the graph is refused (ncnn has no boolean tensors); a float mask is used as given;
+  :data:`MASKED` above; PyTorch's top-left alignment), added to nothing else (PyTorch refuses both);
+* a constant boolean mask becomes the additive ``0``/:data:`MASKED` mask (a run-time one was made
+  additive by the ``legalize_attention_masks`` pass); a float mask is used as given;
 * ``dropout_p`` must be 0 (PyTorch applies it even in eval mode).
 
 pnnx → ncnn: ``SDPA`` (``sdpa.cpp``): q ``(heads, L, E)``, k ``(groups, S, E)``, v
@@ -36,10 +36,29 @@ log = logging.getLogger(__name__)
 SDPA_OPS = ("aten.scaled_dot_product_attention.default", "aten._scaled_dot_product_flash_attention_for_cpu.default")
 
 
+#: the additive mask value of a masked position: finite, so that a row masked entirely stays
+#: finite in ncnn's softmax (and can be zeroed, as PyTorch does), yet ``exp(x - 1e30 - max)`` is
+#: exactly 0 like ``exp(-inf)`` for every other row
+MASKED = -1e30
+
+
 def causal_mask(rows: int, cols: int) -> np.ndarray:
     """PyTorch's ``is_causal`` mask as an additive float mask (top-left aligned)."""
     keep = np.tril(np.ones((rows, cols), dtype=bool))
-    return np.where(keep, np.float32(0.0), np.float32(-np.inf)).astype(np.float32)
+    return np.where(keep, np.float32(0.0), np.float32(MASKED)).astype(np.float32)
+
+
+def is_causal_mask(value: np.ndarray) -> bool:
+    """Whether a mask (bool: True = attend; or additive) is PyTorch's causal mask, its last two
+    dims square or not, its leading dims all 1."""
+    v = np.asarray(value)
+    if v.ndim < 2 or any(d != 1 for d in v.shape[:-2]):
+        return False
+    v = v.reshape(v.shape[-2:])
+    keep = np.tril(np.ones(v.shape, dtype=bool))
+    if v.dtype == np.bool_:
+        return bool(np.array_equal(v, keep))
+    return bool((v[keep] == 0).all() and (v[~keep] <= MASKED).all())
 
 
 # ---------------------------------------------------------------------------- ATen → pnnx
@@ -55,19 +74,45 @@ def _mask_operand(ctx, op, q: Operand, k: Operand) -> Operand | None:
         if mask is not None:
             ctx.unsupported("is_causal together with attn_mask")
         rows, cols = q.shape[-2], k.shape[-2]
-        if not isinstance(rows, int) or not isinstance(cols, int):
-            ctx.unsupported("is_causal with a dynamic sequence length")
-        return ctx.constant(causal_mask(rows, cols), name=f"{_base(op)}_causal")
+        if isinstance(rows, int) and isinstance(cols, int):
+            return ctx.constant(causal_mask(rows, cols), name=f"{_base(op)}_causal")
+        return _dynamic_causal(ctx, op, q, k)
     if mask is None:
         return None
     if mask.dtype == "bool":
         attr = ctx.attribute(mask)
-        if attr is None:
-            ctx.unsupported(f"boolean attn_mask {mask.name} computed in the graph (ncnn has no boolean tensors; "
-                            "pass an additive float mask)")
-        return ctx.constant(np.where(np.asarray(attr.data, bool), np.float32(0.0), np.float32(-np.inf)),
+        if attr is None:  # legalize_attention_masks made every run-time one additive
+            ctx.unsupported(f"boolean attn_mask {mask.name} computed in the graph")
+        return ctx.constant(np.where(np.asarray(attr.data, bool), np.float32(0.0), np.float32(MASKED)),
                             name=f"{_base(op)}_mask")
     return mask
+
+
+def _largest(ctx, d) -> int:
+    if isinstance(d, int):
+        return d
+    top = ctx.graph.meta.get("symbols", {}).get(str(d), {}).get("max")
+    if not isinstance(top, int):
+        ctx.unsupported(f"is_causal with the sequence length {d}, which has no upper bound")
+    return top
+
+
+def _dynamic_causal(ctx, op, q: Operand, k: Operand) -> Operand:
+    """The causal mask of a dynamic length: the largest one, cut to the query and key lengths at
+    run time (ncnn Crops measuring q and k; the top-left corner of a causal mask is causal)."""
+    from .shape import INT64_MAX
+
+    rows, cols = q.shape[-2], k.shape[-2]
+    cur = ctx.constant(causal_mask(_largest(ctx, rows), _largest(ctx, cols)), name=f"{_base(op)}_causal")
+    shape = list(cur.shape)
+    for axis, (ref, size) in enumerate(((q, rows), (k, cols))):
+        if isinstance(size, int):
+            continue
+        shape[axis] = size
+        cur = ctx.emit("Tensor.slice", [cur, ref], shape=list(shape), dtype="f32", name=f"{_base(op)}_causal_cut",
+                       params={"dim": axis, "start": 0, "end": INT64_MAX, "step": 1,
+                               "end_expr": f"size(@1,{len(ref.shape) - 2})"})
+    return cur
 
 
 @aten_converter(*SDPA_OPS)

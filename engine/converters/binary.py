@@ -16,7 +16,9 @@ not grow the result's rank) become literals.
 pnnx → ncnn: ``pnnx.Expression`` is expanded like pnnx's ``expand_expression``: one ``UnaryOp``
 (``Erf`` for erf) or ``BinaryOp`` per call; a literal operand gives ``with_scalar=1`` (the
 ``R*`` op types when the literal comes first); ``pow(x, 2)`` is ``UnaryOp`` square and
-``pow(x, 0.5)`` sqrt; ``remainder(a, b)`` (PyTorch's, floored) is ``a - floor_divide(a, b) * b``
+``pow(x, 0.5)`` sqrt; an other integer exponent up to 16 is squarings and products (ncnn's POW is
+``exp(b * log(a))``, NaN for a negative ``a``); ``remainder(a, b)`` (PyTorch's, floored) is
+``a - floor_divide(a, b) * b``
 because ncnn's REMAINDER op is C's ``remainderf``. Tensor–tensor broadcasting is made exact by
 :mod:`engine.converters._broadcast`.
 """
@@ -33,6 +35,7 @@ from ..ncnn.enums import BinaryOpType, UnaryOpType
 from ._broadcast import Value, align_operands, broadcast_shapes, result_value
 from .symbolic import is_symbolic_scalar
 from ._expression import Arg, Call, ExpressionBuilder, ExpressionError, evaluate, is_literal, parse
+from ._logic_layers import EXPANSIONS
 
 log = logging.getLogger(__name__)
 
@@ -78,15 +81,17 @@ def _scalar_param(ctx, op, name: str) -> Any:
     return ctx.unsupported(f"{name}={v!r} is not a number")
 
 
-def _term(ctx, op, e: ExpressionBuilder, name: str, other: str | None) -> str:
+def _term(ctx, op, e: ExpressionBuilder, name: str, other: str | list[str] | None) -> str:
     """Expression text for argument ``name``: a tensor input, or a literal for a number or a
-    one-element constant that does not change the result's shape."""
+    one-element constant that does not change the result's shape (its rank is at most that of
+    the ``other`` argument(s))."""
     if name in op.input_names:
         opd = op.inputs[op.input_names.index(name)]
         value = ctx.const_value(opd)
         if value is not None and np.size(value) == 1:
-            other_shape = _arg_shape(op, other)
-            if opd.shape is not None and other_shape is not None and len(opd.shape) <= len(other_shape):
+            others = [_arg_shape(op, o) for o in (other if isinstance(other, list) else [other])]
+            if opd.shape is not None and others and all(o is not None for o in others) and \
+                    len(opd.shape) <= max(len(o) for o in others):
                 return e.literal(np.asarray(value).reshape(-1)[0].item())
         if opd.shape == [] and "expr" in opd.meta:
             ctx.unsupported(f"{name} is the symbolic scalar {opd.meta['expr']} (not a constant)")
@@ -107,6 +112,13 @@ def _check_alpha(ctx, op) -> Any:
     if not isinstance(alpha, (int, float)):
         ctx.unsupported(f"alpha={alpha!r} is not a number")
     return alpha
+
+
+def expression_of(ctx, op, fn: str, *names: str):
+    """``fn(names...)`` of the op's arguments (tensors or literals) as one ``pnnx.Expression``."""
+    e = ExpressionBuilder()
+    terms = [_term(ctx, op, e, n, [m for m in names if m != n]) for n in names]
+    return _emit_expression(ctx, op, e, e.call(fn, *terms))
 
 
 @aten_converter(*BINARY)
@@ -202,6 +214,11 @@ class _Expander:
                 return evaluate(node.name, args)
             except (ExpressionError, ValueError, ZeroDivisionError, OverflowError) as ex:
                 self.ctx.unsupported(f"cannot evaluate {node.name}{tuple(args)}: {ex}")
+        if node.name in EXPANSIONS:
+            try:
+                return EXPANSIONS[node.name](self, *args)
+            except TypeError:
+                self.ctx.unsupported(f"expression function {node.name} with {len(args)} arguments")
         if len(args) == 1:
             return self.unary(node.name, args[0])
         if len(args) == 2:
@@ -224,6 +241,8 @@ class _Expander:
         if name not in BINARY_OP_TYPES:
             self.ctx.unsupported(f"expression function {name} has no ncnn equivalent")
         forward, swapped = BINARY_OP_TYPES[name]
+        if name == "pow" and not isinstance(b, Value) and b not in _POW_AS_UNARY and _small_integer(b):
+            return self.integer_power(a, int(b))
         if not isinstance(b, Value):
             if name == "pow" and b in _POW_AS_UNARY:
                 layer = self.ctx.layer("UnaryOp", [a.operand], op_type=_POW_AS_UNARY[b])
@@ -237,6 +256,24 @@ class _Expander:
         aligned = align_operands(self.ctx, a, b, what)
         return self._out(self.ctx.layer("BinaryOp", list(aligned[:2]), op_type=forward), aligned.shape,
                          aligned.batch_dim)
+
+
+    def integer_power(self, a: Value, n: int) -> Value:
+        """``a ** n`` by multiplications (ncnn's POW is ``exp(n * log(a))``: NaN for a negative
+        ``a``, which an integer power is defined for)."""
+        if n < 0:
+            return self.unary("reciprocal", self.integer_power(a, -n))
+        if n == 0:
+            return self.binary("add", self.binary("mul", a, 0.0), 1.0)
+        if n == 1:
+            return a
+        half = self.integer_power(a, n // 2)
+        sq = self.unary("square", half)
+        return sq if n % 2 == 0 else self.binary("mul", sq, a)
+
+
+def _small_integer(v) -> bool:
+    return isinstance(v, (int, float)) and float(v).is_integer() and abs(v) <= 16
 
 
 def _check_expression(op, ctx):

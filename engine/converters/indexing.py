@@ -1,5 +1,5 @@
 """Indexing and masking: roll, flip, masked_fill / where / tril / triu with constant masks,
-slice_scatter / select_scatter, and comparisons.
+slice_scatter / select_scatter.
 
 Masks, conditions and comparisons of constants are folded before lowering (``fold_constants``:
 Swin's shifted-window attention mask built from ``new_zeros``, slice fills, ``eq``/``ne`` and
@@ -19,10 +19,8 @@ ATen → pnnx:
 * ``aten.gather.default`` with a constant index that picks the same positions along ``dim``
   everywhere (an index_select, possibly of a smaller block) → ``Tensor.slice`` per smaller dim +
   ``torch.index_select``;
-* casts between float types (``_to_copy``/``to.dtype``/``type_as``: f16/bf16/f64 ↔ f32) are
-  dropped — ncnn computes in float32 (or its own fp16 storage) whatever the source dtype;
-* comparisons (``eq ne lt le gt ge``, ``.Scalar``/``.Tensor``) and logical ops of activations
-  are refused with the reason: ncnn has no comparison or selection layer.
+* a run-time mask or condition is :mod:`engine.converters.logical`'s (the validators here refuse it);
+  casts are :mod:`engine.converters.cast`'s, comparisons :mod:`engine.converters.compare`'s.
 
 pnnx → ncnn: ``torch.roll`` is a two-way ``Slice`` and a ``Concat`` in swapped order per rolled
 dim (nothing for a shift of 0 or the batch axis); ``torch.flip`` is ``Flip`` over the
@@ -36,32 +34,6 @@ from ..convert.registry import aten_converter, ncnn_rule
 from ..convert.shapes import batch_dim, ncnn_axes, ncnn_axis, ncnn_shape, normalize_dim
 from ._expression import ExpressionBuilder
 from .shape import INT64_MAX, intermediate, reshape_to
-
-_COMPARISONS = [f"aten.{n}.{o}" for n in ("eq", "ne", "lt", "le", "gt", "ge") for o in ("Scalar", "Tensor")] + [
-    "aten.logical_not.default", "aten.logical_and.default", "aten.logical_or.default", "aten.logical_xor.default",
-    "aten.bitwise_not.default", "aten.isnan.default", "aten.isinf.default"]
-
-
-@aten_converter(*_COMPARISONS)
-def comparison(ctx, op):
-    return ctx.unsupported(f"{op.type.split('.')[1]} of a run-time tensor: ncnn has no comparison layers "
-                           "(comparisons of constants are folded)")
-
-
-_FLOATS = ("f32", "f16", "bf16", "f64")
-
-
-def _float_cast(op, ctx):
-    i, o = op.inputs[0], op.outputs[0]
-    if i.dtype in _FLOATS and o.dtype in _FLOATS:
-        return None
-    return f"unsupported: cast from {i.dtype} to {o.dtype} of a run-time tensor (ncnn computes floats)"
-
-
-@aten_converter("aten._to_copy.default", "aten.to.dtype", "aten.to.dtype_layout", "aten.type_as.default",
-                validator=_float_cast)
-def float_cast(ctx, op):
-    return op.inputs[0]
 
 
 # ----------------------------------------------------------------------------- ATen → pnnx
@@ -112,12 +84,13 @@ def _expression(ctx, terms: list[tuple]) -> object:
 
 
 def _select_terms(ctx, cond: np.ndarray, a, b) -> list[tuple]:
-    """``where(cond, a, b)`` as terms of :func:`_expression` (``a``/``b``: an operand or a float)."""
+    """``where(cond, a, b)`` as terms of :func:`_expression` (``a``/``b``: an operand, a float or
+    a constant array)."""
     cond = np.asarray(cond, bool)
     terms = []
     const = np.zeros(cond.shape, np.float64)
     for side, chosen in ((a, cond), (b, ~cond)):
-        if isinstance(side, float):
+        if isinstance(side, (float, np.ndarray)):
             const = const + np.where(chosen, side, 0.0)
         elif chosen.all():
             terms.append((side, None))
@@ -138,7 +111,18 @@ def _constant_mask(ctx, op, name: str) -> np.ndarray:
     return np.asarray(value, bool)
 
 
-@aten_converter("aten.masked_fill.Scalar", "aten.masked_fill.Tensor")
+def constant_condition(name: str):
+    """A validator accepting the op when its ``name`` argument (mask, condition) is a constant."""
+    def check(op, ctx):
+        opd = op.named_input(name)
+        if opd is None or ctx.const_value(opd) is None:
+            return f"unsupported: the {name} is computed at run time (the constant-{name} rule)"
+        return None
+    check.__name__ = f"constant_{name}"
+    return check
+
+
+@aten_converter("aten.masked_fill.Scalar", "aten.masked_fill.Tensor", validator=constant_condition("mask"))
 def masked_fill(ctx, op):
     mask = _constant_mask(ctx, op, "mask")
     value = _value(ctx, op, "value")
@@ -154,12 +138,13 @@ def _operand_or_value(ctx, op, name: str):
     if opd is not None and ctx.const_value(opd) is None:
         return opd
     v = _value(ctx, op, name)
-    if v is None:
-        ctx.unsupported(f"where() {name} is a constant tensor of more than one element")
+    if v is None:  # a constant tensor: its selected part is precomputed
+        return np.asarray(ctx.const_value(opd), np.float64)
     return v
 
 
-@aten_converter("aten.where.self", "aten.where.ScalarSelf", "aten.where.ScalarOther", "aten.where.Scalar")
+@aten_converter("aten.where.self", "aten.where.ScalarSelf", "aten.where.ScalarOther", "aten.where.Scalar",
+                validator=constant_condition("condition"))
 def where(ctx, op):
     cond = _constant_mask(ctx, op, "condition")
     a, b = _operand_or_value(ctx, op, "self"), _operand_or_value(ctx, op, "other")

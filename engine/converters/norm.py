@@ -10,7 +10,9 @@ attrs ``running_mean, running_var`` (+ ``weight, bias`` when affine). Training-m
 
 The ``fuse_conv_batchnorm`` / ``fuse_linear_batchnorm`` passes fold a BatchNorm into the
 preceding convolution / linear layer; what remains becomes ncnn ``BatchNorm`` (``slope_data,
-mean_data, var_data, bias_data``; ``eps`` kept as a param, as pnnx does).
+mean_data, var_data, bias_data``; ``eps`` kept as a param, as pnnx does), or, when its channels
+are not ncnn's outermost axis (a BatchNorm1d over ``(tokens, features)``), ``x * scale + shift``
+with per-channel constants (two ``BinaryOp``).
 
 :func:`batchnorm_affine` gives the per-channel ``(scale, shift)`` of a pnnx BatchNorm in float64,
 for the folding passes.
@@ -22,7 +24,9 @@ import logging
 import numpy as np
 
 from ..convert.registry import aten_converter, ncnn_rule
-from ..convert.shapes import ncnn_axis
+from ..convert.shapes import ncnn_axis, set_batch_dim
+from ..ncnn.enums import BinaryOpType
+from ._broadcast import memorydata_params
 from ._weights import as_f64, derived
 
 log = logging.getLogger(__name__)
@@ -77,15 +81,32 @@ def batchnorm_affine(op) -> tuple[np.ndarray, np.ndarray]:
     return scale, beta - mean * scale
 
 
-def _check_channel_axis(op, ctx):
+def _affine_batchnorm(ctx, op):
+    """A BatchNorm whose channels are not ncnn's outermost axis (timm LeViT's BatchNorm1d over
+    ``(tokens, features)``): ``x * scale + shift`` with per-channel constants broadcast along dim
+    1 (BinaryOps, broadcast as PyTorch does)."""
+    from ._broadcast import Value, align_operands, result_value
+
     x = op.inputs[0]
-    if ncnn_axis(x, 1) != 0:
-        return f"unsupported: {op.type} over dim 1 of {x.name} {x.shape}, which is not ncnn's outermost axis"
-    return None
+    n = int(op.params["num_features"])
+    scale, shift = batchnorm_affine(op)
+    shape = [n] + [1] * (len(x.shape) - 2)
+    out = Value.of(x)
+    for name, vec, kind in (("scale", scale, BinaryOpType.MUL), ("shift", shift, BinaryOpType.ADD)):
+        data = np.ascontiguousarray(vec.astype(np.float32).reshape(shape))
+        const = ctx.layer("MemoryData", [], weights={"data": data}, name=f"{ctx.name}_{name}", shape=shape,
+                          dtype="f32", **memorydata_params(shape))
+        set_batch_dim(const, None)
+        aligned = align_operands(ctx, out, Value.of(const), f"batch norm of {x.name}")
+        y = ctx.layer("BinaryOp", list(aligned[:2]), op_type=kind)
+        out = result_value(y, aligned.shape, aligned.batch_dim, x.dtype)
+    return out.operand
 
 
-@ncnn_rule(*BATCHNORM_TYPES, validator=_check_channel_axis)
+@ncnn_rule(*BATCHNORM_TYPES)
 def batchnorm_layer(ctx, op):
+    if ncnn_axis(op.inputs[0], 1) != 0:
+        return _affine_batchnorm(ctx, op)
     n = int(op.params["num_features"])
     ones = derived(lambda: np.ones(n, np.float32), (n,))
     zeros = derived(lambda: np.zeros(n, np.float32), (n,))

@@ -39,8 +39,9 @@ _NORMS = {1.0: ReductionOp.L1, 2.0: ReductionOp.L2}
 
 def _float_result(op, ctx):
     o = op.outputs[0]
-    if o.dtype not in (None, "f32", "f16", "bf16", "f64"):
-        return f"unsupported: reduction producing {o.dtype} (ncnn reduces float blobs)"
+    # integer and bool tensors are blobs of their values (exact up to 2^24)
+    if o.dtype not in (None, "f32", "f16", "bf16", "f64", "i64", "i32", "i16", "i8", "u8", "bool"):
+        return f"unsupported: reduction producing {o.dtype} (ncnn reduces real-valued blobs)"
     if len(op.outputs) > 1 and op.outputs[1].consumers:
         return "unsupported: the indices of max/min over a dim are used (ncnn Reduction returns values only)"
     return None

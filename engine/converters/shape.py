@@ -203,6 +203,15 @@ def view(ctx, op):
     return _emit_reshape(ctx, op, "size")
 
 
+@aten_converter("aten.reshape_as.default", "aten.view_as.default")
+def reshape_as(ctx, op):
+    out = op.outputs[0]
+    if out.shape is None:
+        ctx.unsupported("reshape_as to an unknown shape")
+    return ctx.emit("Tensor.reshape", [op.inputs[0]], params={"shape": [d if isinstance(d, int) else -1 for d in
+                                                                      out.shape]})
+
+
 @aten_converter("aten.reshape.default")
 def reshape(ctx, op):
     return _emit_reshape(ctx, op, "shape")
@@ -318,11 +327,16 @@ def movedim(ctx, op):
     return ctx.emit("Tensor.permute", [x], params={"dims": dims})
 
 
+def _empty(opd: Operand) -> bool:
+    return opd.shape is not None and any(d == 0 for d in opd.shape)
+
+
 @aten_converter("aten.cat.default", "aten.concat.default")
 def cat(ctx, op):
-    if len(op.inputs) == 1:
-        return op.inputs[0]
-    return ctx.emit("torch.cat", list(op.inputs), params={"dim": op.params.get("dim", 0)})
+    parts = [x for x in op.inputs if not _empty(x)] or op.inputs[:1]  # an empty piece adds nothing
+    if len(parts) == 1:
+        return parts[0]
+    return ctx.emit("torch.cat", parts, params={"dim": op.params.get("dim", 0)})
 
 
 def _multi(ctx, op, type_: str, params: dict):
@@ -374,9 +388,40 @@ def _const_int(ctx, op, key: str):
     return v
 
 
+def _runtime_bound(op, key: str) -> bool:
+    v = op.params.get(key)
+    opd = op.named_input(key) if isinstance(v, str) and v.startswith("%") else None
+    return opd is not None and not isinstance(opd.meta.get("const"), int)
+
+
+def _slice_to_size(ctx, op):
+    """A slice whose start/end is a run-time size (``x[:, :n]`` with ``n`` a dynamic dim of
+    another tensor): ``Tensor.slice`` with ``start_expr``/``end_expr`` over the tensors measured,
+    which are extra inputs (ncnn's Crop evaluates them)."""
+    x = op.inputs[0]
+    if _const_int(ctx, op, "step") not in (1, None):
+        ctx.unsupported("a strided slice with a run-time bound")
+    refs, params = [x], {"dim": op.params["dim"], "start": 0, "end": INT64_MAX, "step": 1}
+    for key in ("start", "end"):
+        if _runtime_bound(op, key):
+            term = _size_term(ctx, op.named_input(key), refs)
+            if term is None:
+                ctx.unsupported(f"{key} is computed at run time ({op.params[key][1:]}) from something other than sizes")
+            params[f"{key}_expr"] = term
+        else:
+            v = _const_int(ctx, op, key)
+            if v is not None:
+                params[key] = v
+    if len(refs) > 10:
+        ctx.unsupported("a slice bound measuring more than 9 tensors")
+    return ctx.emit("Tensor.slice", refs, params=params)
+
+
 @aten_converter("aten.slice.Tensor", "aten.slice_copy.Tensor")
 def slice_(ctx, op):
     x, out = op.inputs[0], op.outputs[0]
+    if _runtime_bound(op, "start") or _runtime_bound(op, "end"):
+        return _slice_to_size(ctx, op)
     start, end, step = (_const_int(ctx, op, k) for k in ("start", "end", "step"))
     if _same_shape(x, out) and step == 1:
         return x  # x[:, :] style full slices
@@ -493,7 +538,7 @@ def index_vector(op, ctx):
 _RUNS_LIMIT = 32
 
 
-def _gather_runs(idx: np.ndarray, size) -> list[tuple[int, int]] | None:
+def gather_runs(idx: np.ndarray, size) -> list[tuple[int, int]] | None:
     """The index vector as (start, stop) runs of consecutive elements (None: too many or a
     negative index on a dynamic size)."""
     if isinstance(size, int):
@@ -518,7 +563,7 @@ def _check_gather(op, ctx):
         return "unsupported: indexing with run-time or multi-dim indices (ncnn gathers constant indices on one dim)"
     dim, idx, _ = found
     x = op.inputs[0]
-    if _gather_runs(idx.reshape(-1), (x.shape or [None] * (dim + 1))[dim]) is None:
+    if gather_runs(idx.reshape(-1), (x.shape or [None] * (dim + 1))[dim]) is None:
         return f"unsupported: gather of {len(idx)} indices in more than {_RUNS_LIMIT} runs"
     return None
 
@@ -792,9 +837,29 @@ def _whole_batch(x, dim: int, first: bool) -> bool:
     return dim == batch_dim(x) and x.shape[dim] == 1 and first
 
 
+def _crop_expression(ctx, op):
+    """``Tensor.slice`` with run-time bounds → a ``Crop`` evaluating them over its extra inputs."""
+    x = op.inputs[0]
+    axis = ncnn_axis(x, op.params["dim"])
+
+    def term(key: str, default: str) -> str:
+        if f"{key}_expr" not in op.params:
+            v = op.params[key]
+            return default if v >= INT64_MAX // 2 else str(int(v))
+        try:
+            return _ncnn_term(parse_expression(str(op.params[f"{key}_expr"])), op.inputs)
+        except ExpressionError as e:
+            raise Unsupported(f"unsupported: slice bound {op.params[f'{key}_expr']}: {e}") from None
+
+    return ctx.layer("Crop", list(op.inputs), starts_expr=term("start", "0"), ends_expr=term("end", "-233"),
+                     axes_expr=str(axis))
+
+
 @ncnn_rule("Tensor.slice")
 def slice_ncnn(ctx, op):
     x, out = op.inputs[0], op.outputs[0]
+    if "start_expr" in op.params or "end_expr" in op.params:
+        return _crop_expression(ctx, op)
     dim = normalize_dim(op.params["dim"], _rank(x))
     if _whole_batch(x, dim, op.params["start"] in (0, -1)):
         return reshape_to(ctx, x, ncnn_shape(out), final=True)
@@ -841,7 +906,7 @@ def index_select_ncnn(ctx, op):
         return reshape_to(ctx, x, ncnn_shape(out), final=True)  # the only sample
     axis = ncnn_axis(x, dim)
     src = ncnn_shape(x)
-    runs = _gather_runs(np.asarray(op.params["index"], dtype=np.int64), src[axis])
+    runs = gather_runs(np.asarray(op.params["index"], dtype=np.int64), src[axis])
     if runs is None:
         ctx.unsupported(f"index_select of {len(op.params['index'])} indices in more than {_RUNS_LIMIT} runs")
     if len(runs) == 1:

@@ -1,6 +1,7 @@
 """Graph structure: model inputs, outputs and constant tensors.
 
-* ``pnnx.Input`` → ncnn ``Input``;
+* ``pnnx.Input`` → ncnn ``Input`` (``meta["ncnn_dtype"]``: ``int32`` for token ids, see the
+  ``mark_integer_inputs`` pass, else ``float32``);
 * ``pnnx.Output`` → an ``Output`` marker (removed by the ``name_blobs`` pass: ncnn extracts any
   blob by name and has no output layer);
 * ``pnnx.Attribute`` (a constant tensor used as data) → ncnn ``MemoryData``.
@@ -21,7 +22,9 @@ def input_layer(ctx, op):
     if shape is not None and all(isinstance(d, int) for d in shape):
         for key, d in zip(("w", "h", "d", "c") if len(shape) == 4 else ("w", "h", "c"), reversed(shape)):
             params[key] = d
-    return ctx.layer("Input", [], **params)
+    y = ctx.layer("Input", [], **params)
+    y.producer.meta["ncnn_dtype"] = op.meta.get("ncnn_dtype", "float32")
+    return y
 
 
 @ncnn_rule("pnnx.Output")
@@ -30,7 +33,7 @@ def output_marker(ctx, op):
     output another blob holding the same data (a no-op Reshape bypassed), not the same view."""
     x = op.inputs[0]
     ctx.emit("Output", [x], outputs=[])
-    ctx.emitted[-1].meta["value"] = {"shape": None if x.shape is None else list(x.shape), "dtype": x.dtype,
+    ctx.emitted[-1].meta["value"] = {"shape": None if x.shape is None else list(x.shape), "torch_dtype": x.dtype,
                                      "batch_dim": batch_dim(x)}
     return None
 

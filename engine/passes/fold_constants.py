@@ -31,6 +31,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..diagnostics import Diagnostic
 from ..errors import PT2Error, PT2FormatError
 from ..ir import Attribute, Graph, Operand, Operator
 from ..ir.vocab import is_aten
@@ -48,6 +49,10 @@ SMALL_RESULT = 1 << 16
 #: coordinate table by a (512, 2) weight, then gathers (heads, 64, 64) from the (225, heads) result —
 #: and folds up to this many elements (1 MiB of fp32)
 COMPUTED_RESULT = 1 << 18
+#: the most elements one folded constant may hold (64 MiB of fp32; ``ConvertOptions.fold_budget``):
+#: a value that must be folded (a mask or an index ncnn cannot compute) but would be larger is
+#: left unfolded with a warning naming it
+FOLD_BUDGET = 1 << 24
 
 NUMPY_DTYPES = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "i64": np.int64, "i32": np.int32,
                 "i16": np.int16, "i8": np.int8, "u8": np.uint8, "bool": np.bool_}
@@ -297,6 +302,93 @@ def _compare(fn: Callable):
 
 _ERF = np.vectorize(math.erf, otypes=[np.float64])
 
+
+def _diff(a: Args):
+    """``torch.diff``: ``prepend``/``append`` have the input's rank (its shape but along ``dim``)."""
+    x = a.array("self")
+    dim = a.get("dim", -1)
+    joined = np.concatenate([np.asarray(p) for p in (a.get("prepend"), x, a.get("append")) if p is not None], axis=dim)
+    out = np.diff(joined, n=a.get("n", 1), axis=dim)
+    return out if x.dtype != np.bool_ else out.astype(bool)
+
+
+def _weight_norm(a: Args):
+    """``v * (g / ||v||)``, the norm over every dim but ``dim`` (all of them when ``dim`` is -1)."""
+    v, g = a.array("v"), a.array("g")
+    dim = a.get("dim", 0)
+    axes = tuple(range(v.ndim)) if dim == -1 else tuple(d for d in range(v.ndim) if d != dim % v.ndim)
+    norm = np.sqrt(np.sum(np.square(v.astype(np.float64)), axis=axes, keepdims=True))
+    return v * (g.reshape(norm.shape if g.size == norm.size else g.shape) / norm)
+
+
+def _vector_norm(a: Args):
+    x = a.array("self").astype(np.float64)
+    order = a.get("ord", 2)
+    dims = a.get("dim", None)
+    axes = None if dims in (None, []) else tuple(d % x.ndim for d in (dims if isinstance(dims, (list, tuple)) else [dims]))
+    keep = bool(a.get("keepdim", False))
+    if order == math.inf:
+        return np.amax(np.abs(x), axis=axes, keepdims=keep)
+    if order == 0:
+        return np.sum(x != 0, axis=axes, keepdims=keep).astype(np.float64)
+    return np.power(np.sum(np.power(np.abs(x), order), axis=axes, keepdims=keep), 1.0 / order)
+
+
+def _window(kind: str):
+    """``torch.<kind>_window``: the symmetric window of ``window_length + 1`` points without its
+    last point when ``periodic`` (torch's default)."""
+    def fold(a: Args):
+        n = int(a["window_length"])
+        periodic = bool(a.get("periodic", True))
+        if n <= 1:
+            return np.ones(max(n, 0))
+        m = n + 1 if periodic else n
+        k = np.arange(m, dtype=np.float64)
+        if kind == "hann":
+            w = 0.5 - 0.5 * np.cos(2 * np.pi * k / (m - 1))
+        elif kind == "hamming":
+            alpha, beta = a.get("alpha", 0.54), a.get("beta", 0.46)
+            w = alpha - beta * np.cos(2 * np.pi * k / (m - 1))
+        elif kind == "blackman":
+            w = 0.42 - 0.5 * np.cos(2 * np.pi * k / (m - 1)) + 0.08 * np.cos(4 * np.pi * k / (m - 1))
+        elif kind == "bartlett":
+            w = 1 - np.abs(2 * k / (m - 1) - 1)
+        else:  # kaiser
+            beta = a.get("beta", 12.0)
+            w = np.i0(beta * np.sqrt(1 - (2 * k / (m - 1) - 1) ** 2)) / np.i0(beta)
+        return w[:n]
+    return fold
+
+
+def _arg_reduce(fn: Callable):
+    def fold(a: Args):
+        x = a.array("self")
+        dim = a.get("dim", None)
+        if dim is None:
+            out = fn(x.reshape(-1))
+            return np.asarray(out).reshape([1] * x.ndim) if a.get("keepdim", False) else out
+        out = fn(x, axis=dim)
+        return np.expand_dims(out, dim) if a.get("keepdim", False) else out
+    return fold
+
+
+def _logical(fn: Callable):
+    """Bitwise ops of bools are the logical ones; of integers, numpy's bitwise ones."""
+    def fold(a: Args):
+        x, y = a.array("self"), a.array("other")
+        return fn(x, y)
+    return fold
+
+
+def _any_all(fn: Callable):
+    def fold(a: Args):
+        x = a.array("self").astype(bool)
+        dims = a.get("dim", None)
+        axes = None if dims in (None, []) else tuple(d % max(x.ndim, 1) for d in
+                                                     (dims if isinstance(dims, (list, tuple)) else [dims]))
+        return fn(x, axis=axes, keepdims=bool(a.get("keepdim", False)))
+    return fold
+
 FOLDERS: dict[str, Callable[[Args], Any]] = {
     "aten.add.Tensor": _binary(np.add, alpha=True), "aten.add.Scalar": _binary(np.add, alpha=True),
     "aten.sub.Tensor": _binary(np.subtract, alpha=True), "aten.sub.Scalar": _binary(np.subtract, alpha=True),
@@ -326,14 +418,20 @@ FOLDERS: dict[str, Callable[[Args], Any]] = {
     "aten.mm.default": lambda a: a.array("self") @ a.array("mat2"),
     "aten.bmm.default": lambda a: a.array("self") @ a.array("mat2"),
     "aten.view.default": _view, "aten._unsafe_view.default": _view, "aten.reshape.default": _view,
-    "aten.view_copy.default": _view,
+    "aten.view_copy.default": _view, "aten.reshape_as.default": lambda a: a.array("self").reshape(_shape_of(a, "other")),
+    "aten.expand_copy.default": _expand, "aten.unsqueeze_copy.default": lambda a: np.expand_dims(
+        a.array("self"), a["dim"] % (a.array("self").ndim + 1)),
+    "aten.permute_copy.default": lambda a: np.transpose(a.array("self"), a["dims"]),
+    "aten.transpose_copy.int": lambda a: np.swapaxes(a.array("self"), a["dim0"], a["dim1"]),
+    "aten.expand_as.default": lambda a: np.broadcast_to(a.array("self"), _shape_of(a, "other")).copy(),
     "aten.permute.default": lambda a: np.transpose(a.array("self"), a["dims"]),
     "aten.transpose.int": lambda a: np.swapaxes(a.array("self"), a["dim0"], a["dim1"]),
     "aten.t.default": lambda a: a.array("self").T,
     "aten.unsqueeze.default": lambda a: np.expand_dims(a.array("self"), a["dim"] % (a.array("self").ndim + 1)),
     "aten.squeeze.dim": _squeeze, "aten.squeeze.dims": _squeeze, "aten.squeeze.default": _squeeze,
     "aten.flatten.using_ints": _flatten, "aten.expand.default": _expand,
-    "aten.slice.Tensor": _slice, "aten.select.int": _select,
+    "aten.slice.Tensor": _slice, "aten.select.int": _select, "aten.slice_copy.Tensor": _slice,
+    "aten.select_copy.int": _select, "aten.squeeze_copy.dims": _squeeze, "aten.squeeze_copy.dim": _squeeze,
     "aten.cat.default": lambda a: np.concatenate([np.asarray(t) for t in a["tensors"]], axis=a.get("dim", 0)),
     "aten.clone.default": _unary(np.array), "aten.contiguous.default": _unary(np.array),
     "aten.alias.default": _unary(np.array), "aten.detach.default": _unary(np.array),
@@ -354,6 +452,7 @@ FOLDERS: dict[str, Callable[[Args], Any]] = {
     "aten.copy.default": _copy, "aten.slice_scatter.default": _slice_scatter,
     "aten.select_scatter.default": _select_scatter, "aten.index.Tensor": _index, "aten.index_put.default": _index_put,
     "aten.index_select.default": lambda a: np.take(a.array("self"), a.array("index"), axis=a["dim"]),
+    "aten.embedding.default": lambda a: np.take(a.array("weight"), a.array("indices"), axis=0),
     "aten.gather.default": lambda a: np.take_along_axis(a.array("self"), a.array("index"), axis=a["dim"]),
     "aten.masked_fill.Scalar": _masked_fill, "aten.masked_fill.Tensor": _masked_fill,
     "aten.where.self": _where, "aten.where.ScalarSelf": _where, "aten.where.ScalarOther": _where,
@@ -381,6 +480,35 @@ FOLDERS: dict[str, Callable[[Args], Any]] = {
     "aten.mean.default": _reduce(np.mean), "aten.amax.default": _reduce(np.amax), "aten.amin.default": _reduce(np.amin),
     "aten.prod.dim_int": _reduce(np.prod),
     "aten.cumsum.default": lambda a: np.cumsum(a.array("self"), axis=a["dim"]),
+    "aten.cumprod.default": lambda a: np.cumprod(a.array("self"), axis=a["dim"]),
+    "aten.diff.default": _diff,
+    "aten.__and__.Tensor": _logical(np.bitwise_and), "aten.__and__.Scalar": _logical(np.bitwise_and),
+    "aten.__or__.Tensor": _logical(np.bitwise_or), "aten.__or__.Scalar": _logical(np.bitwise_or),
+    "aten.__xor__.Tensor": _logical(np.bitwise_xor), "aten.__xor__.Scalar": _logical(np.bitwise_xor),
+    "aten.bitwise_and.Tensor": _logical(np.bitwise_and), "aten.bitwise_and.Scalar": _logical(np.bitwise_and),
+    "aten.bitwise_or.Tensor": _logical(np.bitwise_or), "aten.bitwise_or.Scalar": _logical(np.bitwise_or),
+    "aten.bitwise_xor.Tensor": _logical(np.bitwise_xor), "aten.bitwise_xor.Scalar": _logical(np.bitwise_xor),
+    "aten.isnan.default": _unary(np.isnan), "aten.isinf.default": _unary(np.isinf),
+    "aten.isfinite.default": _unary(np.isfinite),
+    "aten.any.default": _any_all(np.any), "aten.any.dim": _any_all(np.any), "aten.any.dims": _any_all(np.any),
+    "aten.all.default": _any_all(np.all), "aten.all.dim": _any_all(np.all), "aten.all.dims": _any_all(np.all),
+    "aten.argmax.default": _arg_reduce(np.argmax), "aten.argmin.default": _arg_reduce(np.argmin),
+    "aten.max.default": _reduce(np.amax), "aten.min.default": _reduce(np.amin),
+    "aten.max.other": _binary(np.maximum), "aten.min.other": _binary(np.minimum),
+    "aten.log1p.default": _unary(np.log1p), "aten.log10.default": _unary(np.log10),
+    "aten.expm1.default": _unary(np.expm1), "aten.atan2.default": _binary(np.arctan2),
+    "aten.true_divide.Tensor": _binary(np.true_divide), "aten.floor_divide.Scalar": _binary(np.floor_divide),
+    "aten.to.device": _unary(np.array), "aten.to.other": _unary(np.array), "aten.type_as.default": _unary(np.array),
+    "aten.to.prim_dtype": _unary(np.array), "aten._assert_tensor_metadata.default": _unary(np.array),
+    "aten._weight_norm.default": _weight_norm, "aten.linalg_vector_norm.default": _vector_norm,
+    "aten.hann_window.default": _window("hann"), "aten.hann_window.periodic": _window("hann"),
+    "aten.hamming_window.default": _window("hamming"), "aten.hamming_window.periodic": _window("hamming"),
+    "aten.hamming_window.periodic_alpha": _window("hamming"),
+    "aten.hamming_window.periodic_alpha_beta": _window("hamming"),
+    "aten.blackman_window.default": _window("blackman"), "aten.blackman_window.periodic": _window("blackman"),
+    "aten.bartlett_window.default": _window("bartlett"), "aten.bartlett_window.periodic": _window("bartlett"),
+    "aten.kaiser_window.default": _window("kaiser"), "aten.kaiser_window.periodic": _window("kaiser"),
+    "aten.kaiser_window.beta": _window("kaiser"),
     "aten.eye.default": lambda a: np.eye(a["n"]), "aten.eye.m": lambda a: np.eye(a["n"], a["m"]),
     "aten.clamp_min.default": lambda a: np.maximum(a.array("self"), a["min"]),
     "aten.clamp_max.default": lambda a: np.minimum(a.array("self"), a["max"]),
@@ -401,7 +529,7 @@ FOLDERS: dict[str, Callable[[Args], Any]] = {
 #: ops that read only their input's shape (the input itself need not be constant)
 #: products and gathers (see COMPUTED_RESULT)
 COMPUTED = {"aten.linear.default", "aten.addmm.default", "aten.matmul.default", "aten.mm.default", "aten.bmm.default",
-            "aten.index.Tensor", "aten.index_select.default", "aten.gather.default"}
+            "aten.index.Tensor", "aten.index_select.default", "aten.gather.default", "aten.embedding.default"}
 SHAPE_ONLY = {"aten.sym_size.int", "aten.sym_numel.default", "aten.full_like.default", "aten.zeros_like.default",
               "aten.ones_like.default"}
 
@@ -409,6 +537,8 @@ SHAPE_ONLY = {"aten.sym_size.int", "aten.sym_numel.default", "aten.full_like.def
 SHAPE_ARGS = {t: ("self",) for t in (
     "aten.new_zeros.default", "aten.new_ones.default", "aten.new_full.default", "aten.zero.default",
     "aten.fill.Scalar", "aten.fill.Tensor", "aten.copy.default")}
+SHAPE_ARGS.update({t: ("other",) for t in (
+    "aten.expand_as.default", "aten.reshape_as.default", "aten.type_as.default", "aten.to.other")})
 
 #: tensor dtypes ncnn never computes with: ops producing them are folded whatever their size
 _NOT_NCNN_DTYPES = ("bool", "i64", "i32", "i16", "i8", "u8")
@@ -419,9 +549,12 @@ _SCALAR_PREFIXES = ("_operator.", "torch.sym_", "math.", "aten.sym_")
 
 # ----------------------------------------------------------------------------- the pass
 class _Folder:
-    def __init__(self, graph: Graph):
+    def __init__(self, graph: Graph, budget: int = FOLD_BUDGET):
         self.graph = graph
         self.folded = 0
+        self.budget = budget
+        #: operators a forced fold left because their value would exceed the budget, with its size
+        self.over_budget: dict[int, tuple[Operator, int]] = {}
 
     def const(self, opd: Operand) -> Any:
         if "const" in opd.meta:
@@ -449,6 +582,11 @@ class _Folder:
     def try_fold(self, op: Operator, force: bool = False) -> bool:
         if not is_aten(op) or len(op.outputs) != 1 or not op.outputs[0].consumers:
             return False
+        out = op.outputs[0]
+        if _static(out.shape) and 0 in out.shape and short_dtype_of(out) is not None:
+            # an empty tensor has no values to compute (Phi-3's q[..., rotary_dim:] of a full rotation)
+            self._replace(op, Attribute(np.zeros(out.shape, NUMPY_DTYPES[out.dtype])))
+            return True
         if op.type not in FOLDERS and op.type not in SHAPE_ONLY:
             return False
         shape_only = op.type in SHAPE_ONLY
@@ -485,7 +623,14 @@ class _Folder:
             attr = Attribute(arr)
         else:
             attr = self._lazy(op, out, shaped)
+        n = int(np.prod(attr.shape)) if attr.shape else 1
+        if n > self.budget:
+            if force:
+                self.over_budget[id(op)] = (op, n)
+            return False
         if not force and not self._small_enough(op, attr):
+            op.meta["fold_skipped"] = (f"not folded: its {n}-element value would be more than {MAX_GROWTH}x its "
+                                       "largest constant input (left for ncnn to compute at run time)")
             return False
         self._replace(op, attr)
         return True
@@ -518,9 +663,12 @@ class _Folder:
         """Stand-ins (zeros of the right shape) for the arguments of ``op`` that only give their
         shape (:data:`SHAPE_ARGS`); None when such a shape is not static."""
         out: dict[int, np.ndarray] = {}
-        for name in SHAPE_ARGS.get(op.type, ()):
+        shape_names = SHAPE_ARGS.get(op.type, ())
+        # an operand also passed where its values count (x.expand_as(x)) is no stand-in
+        valued = {id(i) for n, i in zip(op.input_names, op.inputs) if n not in shape_names}
+        for name in shape_names:
             opd = op.named_input(name)
-            if opd is None or self.is_const(opd):
+            if opd is None or self.is_const(opd) or id(opd) in valued:
                 continue
             if opd.shape is None:
                 return None
@@ -571,7 +719,10 @@ class _Folder:
         return not sizes or n <= MAX_GROWTH * max(max(sizes), 1)
 
     def _replace(self, op: Operator, attr: Attribute, const: Any = None) -> None:
+        # the constant stands for every ATen node folded into it: this op's and its folded inputs'
+        folded = [i.producer.provenance for i in op.inputs if i.producer is not None and "folded_from" in i.producer.meta]
         new = replace_chain(self.graph, op, [], "pnnx.Attribute", [], attrs={"data": attr})
+        new.provenance = new.provenance.union(*folded)
         new.meta["folded_from"] = op.type
         out = new.outputs[0]
         if const is None:
@@ -606,9 +757,21 @@ def _python_scalar(v: Any) -> Any:
     return None
 
 
+def _report_over_budget(folder: _Folder, cx) -> None:
+    diagnostics = getattr(cx, "diagnostics", None)
+    for op, n in folder.over_budget.values():
+        if diagnostics is None or op not in folder.graph.ops:
+            continue
+        diagnostics.add(Diagnostic.for_operator(
+            op, f"not folded: this constant would hold {n:,} elements, more than the folding budget of "
+                f"{folder.budget:,} (ConvertOptions.fold_budget); it is left for the converters",
+            severity="warning", stage="fold_constants"))
+
+
 @graph_pass("fold_constants", "compute ATen ops whose inputs are all constant (and static shape arithmetic)")
 def run(graph: Graph, cx) -> None:
-    folder = _Folder(graph)
+    budget = getattr(getattr(cx, "options", None), "fold_budget", None) or FOLD_BUDGET
+    folder = _Folder(graph, budget)
     for op in list(graph.ops):
         folder.try_fold(op)
     folded = folder.folded
@@ -623,6 +786,7 @@ def run(graph: Graph, cx) -> None:
     if folder.folded != folded:
         for op in list(graph.ops):  # what reads the forced values may fold now
             folder.try_fold(op)
+    _report_over_budget(folder, cx)
     if folder.folded:
         log.debug("folded %d operators", folder.folded)
 

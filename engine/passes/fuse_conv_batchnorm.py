@@ -20,8 +20,9 @@ from .manager import graph_pass
 _CONVS = {f"nn.{conv}{n}d": f"nn.BatchNorm{n}d" for conv in ("Conv", "ConvTranspose") for n in (1, 2, 3)}
 
 
-def fold_scale_shift(graph, op, bn, weight_fn):
-    """Give ``op`` the folded ``weight`` (``weight_fn(w, scale)``, both float32) and bias, drop ``bn``."""
+def fold_scale_shift(graph, op, bn, weight_fn, through=None):
+    """Give ``op`` the folded ``weight`` (``weight_fn(w, scale)``, both float32) and bias, drop ``bn``
+    (whose readers read ``through``, by default ``op``'s output)."""
     weight, bias = op.attrs["weight"], op.attrs.get("bias")
     n = int(bn.params["num_features"])
 
@@ -37,7 +38,7 @@ def fold_scale_shift(graph, op, bn, weight_fn):
     op.attrs["bias"] = derived(new_bias, (n,))
     op.params["bias"] = True
     op.provenance = op.provenance.union(bn.provenance)
-    graph.replace_all_uses(bn.outputs[0], op.outputs[0])
+    graph.replace_all_uses(bn.outputs[0], through if through is not None else op.outputs[0])
     graph.remove_op(bn)
 
 

@@ -1,9 +1,11 @@
 """Name the model's inputs and outputs as pnnx does (``in0``, ``in1``... and ``out0``...),
 remove the output markers, and record the mapping from these names to the program's own
 input/output names in ``graph.meta["inputs"]`` / ``graph.meta["outputs"]``: lists of
-``{"blob", "name", "shape", "dtype", "batch_dim"}`` — the PyTorch shape and dtype of the value,
-and which of its dims is carried as the ncnn Mat's batch count (``ncnn.Mat(a, batch_index=b)``
-to feed it, ``mat.numpy(batch_index=b)`` to read it; None: every dim is in the blob).
+``{"blob", "name", "shape", "torch_dtype", "dtype", "batch_dim"}`` — the PyTorch shape and dtype
+of the value, the element type its ncnn Mat holds (``float32``; ``int32`` for an input of token
+ids), and which of its dims is carried as the ncnn Mat's batch count (``ncnn.Mat(a,
+batch_index=b)`` to feed it, ``mat.numpy(batch_index=b)`` to read it; None: every dim is in the
+blob).
 
 Every output gets its own ``out<k>`` blob: an output that is a model input returned as it is
 (a reduction over the batch axis, a squeeze of it: nothing to compute in ncnn) or the same
@@ -14,12 +16,12 @@ from ..convert.shapes import batch_dim
 from .manager import graph_pass
 
 
-def _entry(opd, original: str, value: dict | None = None) -> dict:
+def _entry(opd, original: str, value: dict | None = None, mat_dtype: str = "float32") -> dict:
     """``value``: the output's own view (its marker's, see ``converters.structural``)."""
-    if value is not None:
-        return {"blob": opd.name, "name": original, **value}
-    return {"blob": opd.name, "name": original, "shape": list(opd.shape) if opd.shape is not None else None,
-            "dtype": opd.dtype, "batch_dim": batch_dim(opd)}
+    if value is None:
+        value = {"shape": list(opd.shape) if opd.shape is not None else None, "torch_dtype": opd.dtype,
+                 "batch_dim": batch_dim(opd)}
+    return {"blob": opd.name, "name": original, **value, "dtype": mat_dtype}
 
 
 @graph_pass("name_blobs", "name user inputs in0.. and outputs out0.. like pnnx, drop output markers")
@@ -63,5 +65,6 @@ def run(graph, cx):
         seen.add(id(opd))
         graph.rename_operand(opd, f"out{k}")
         named.append(_entry(opd, original, value))
-    graph.meta["inputs"] = [_entry(opd, original) for _, opd, original in inputs]
+    graph.meta["inputs"] = [_entry(opd, original, mat_dtype=op.meta.get("ncnn_dtype", "float32"))
+                            for op, opd, original in inputs]
     graph.meta["outputs"] = named

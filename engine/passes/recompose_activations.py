@@ -23,6 +23,8 @@ bounds are exactly [0, 6])
 ``where(abs(x) <= l, 0, x)``, ``where(abs(x) > l, x, 0)``     ``aten.hardshrink.default``
 ``where(abs(x) > l, x - sign(x) * l, x * 0)``                 ``aten.softshrink.default``
 ``x[..., :h] * sigmoid(x[..., h:])`` (two halves of one dim)  ``aten.glu.default``
+``0.5*x * (1 + tanh(sqrt(2/pi) * (x + 0.044715*x**3)))``     ``aten.gelu.default``
+(Hugging Face's ``gelu_new``)                               (``approximate='tanh'``)
 =========================================================  ============================
 """
 from __future__ import annotations
@@ -359,10 +361,38 @@ def _glu(m: Match, root: Operator):
     return None
 
 
+def _gelu_tanh(m: Match, root: Operator):
+    """``0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x**3)))`` (Hugging Face's ``gelu_new``)."""
+    if root.type != "aten.mul.Tensor":
+        return None
+    for half_opd, rest in commuted(root):
+        trial = Match()
+        half = trial.take(half_opd, "aten.mul.Tensor", "aten.mul.Scalar")
+        one = trial.take(rest, "aten.add.Tensor", "aten.add.Scalar")
+        if half is None or one is None or not _close(number(half, "other"), 0.5) or one.params.get("alpha", 1) != 1:
+            continue
+        x = arg(half, "self")
+        tanh = trial.take(arg(one, "self"), "aten.tanh.default")
+        scale = trial.take(tanh.inputs[0] if tanh else None, "aten.mul.Tensor", "aten.mul.Scalar")
+        if not _close(number(one, "other"), 1.0) or scale is None or \
+                not _close(number(scale, "other"), math.sqrt(2 / math.pi)):
+            continue
+        inner = trial.take(arg(scale, "self"), "aten.add.Tensor")
+        cubic = trial.take(arg(inner, "other") if inner else None, "aten.mul.Tensor", "aten.mul.Scalar")
+        power = trial.take(arg(cubic, "self") if cubic else None, "aten.pow.Tensor_Scalar")
+        if power is None or arg(inner, "self") is not x or power.inputs[0] is not x or \
+                number(power, "exponent") != 3 or not _close(number(cubic, "other"), 0.044715) or \
+                inner.params.get("alpha", 1) != 1:
+            continue
+        m.ops += trial.ops
+        return "aten.gelu.default", [x], {"approximate": "tanh"}
+    return None
+
+
 #: tried in order on every op (as the chain's last op); later ones see earlier results
 PATTERNS: list[Callable[[Match, Operator], Any]] = [
     _silu, _hardsigmoid, _hardswish, _softplus, _mish, _celu, _prelu_or_leaky, _log_sigmoid, _hardshrink,
-    _softshrink, _glu,
+    _softshrink, _glu, _gelu_tanh,
 ]
 
 _INPUT_NAMES = {"aten._prelu_kernel.default": ["self", "weight"]}

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ..converters.attention import causal_mask
+from ..converters.attention import is_causal_mask
 from ..ir import Attribute, Graph, Operand, Operator
 from ._rewrite import replace_chain
 from .manager import graph_pass
@@ -265,7 +265,7 @@ def _resolve_mask(graph: Graph, found: _Found) -> None:
         return
     rows, cols = found.q.shape[-2], found.k.shape[-2]
     value = found.mask_value
-    if value.shape == (rows, cols) and np.array_equal(value, causal_mask(rows, cols)):
+    if value.shape == (rows, cols) and is_causal_mask(value):
         found.causal, found.mask = True, None
     else:
         found.mask = add_constant(graph, value, found.root, f"{found.root.name}_mask")

@@ -36,7 +36,7 @@ from .isolate import plan_isolation
 from .layout import as_blob
 from .mapping import INPUT_TYPES, BlobMap, ValueRef, map_blobs, map_by_name
 from .metrics import ErrorStats, compare
-from .ncnn_run import NcnnModel
+from .ncnn_run import BlobFailure, NcnnModel, int32_input_blobs
 from .result import (DIVERGENT, FAILED, INHERITED, NOT_COMPARED, OK, BlobRecord, LayerRecord, OutputRecord,
                      VerifyResult)
 
@@ -215,6 +215,7 @@ class _Verifier:
     def compare_all(self, graph: Graph, blobmap: BlobMap, model: NcnnModel, tv):
         self.graph = graph
         values = tv.values
+        model.int32_blobs = int32_input_blobs(graph)
         feeds = self._input_feeds(graph, blobmap, values)
         self.full = model.run(feeds, [o.name for op in graph.ops for o in op.outputs])
         # PyTorch's values in the blobs' layouts: what the layers are compared with and fed

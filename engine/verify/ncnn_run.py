@@ -35,8 +35,23 @@ class BlobFailure:
         return self.message
 
 
-def _mat(ncnn, arr: np.ndarray):
-    a = np.ascontiguousarray(arr, dtype=np.float32)
+def int32_input_blobs(graph) -> set[str]:
+    """The input blobs fed as int32: those an ``Embed`` layer reads (token ids), directly or
+    through a ``Split`` (see the ``mark_integer_inputs`` pass)."""
+    out = set()
+    for op in graph.ops:
+        if op.type != "Input":
+            continue
+        for o in op.outputs:
+            readers = list(o.consumers)
+            readers += [c for r in readers if r.type == "Split" for x in r.outputs for c in x.consumers]
+            if any(r.type == "Embed" for r in readers):
+                out.add(o.name)
+    return out
+
+
+def _mat(ncnn, arr: np.ndarray, int32: bool = False):
+    a = np.ascontiguousarray(arr, dtype=np.int32 if int32 else np.float32)
     if a.ndim == 0:
         a = a.reshape(1)
     if a.ndim > 4:
@@ -65,6 +80,8 @@ class NcnnModel:
         opt.lightmode = False
         opt.num_threads = 1
         self.net = net
+        #: input blobs holding int32 token ids (:func:`int32_input_blobs`)
+        self.int32_blobs: set[str] = set()
         try:
             if net.load_param(os.fspath(param)) != 0:
                 raise VerifyError(f"{param}: the ncnn runtime refused the param file")
@@ -87,7 +104,7 @@ class NcnnModel:
         ex = self.net.create_extractor()
         ex.set_light_mode(False)
         for blob, arr in feeds.items():
-            if ex.input(blob, _mat(self._ncnn, arr)) != 0:
+            if ex.input(blob, _mat(self._ncnn, arr, blob in self.int32_blobs)) != 0:
                 raise VerifyError(f"the ncnn model has no blob named {blob!r}")
         out: dict[str, np.ndarray | BlobFailure] = {}
         for blob in wanted:

@@ -82,14 +82,14 @@ def test_sdpa_single_head(tmp_path, dialect):
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
-def test_sdpa_computed_bool_mask_refused(tmp_path, dialect):
-    from engine.convert import ConvertOptions, convert
-    from tests.harness import export_pt2
-
-    pt2 = export_pt2(Fn(lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m > 0)),
-                     _qkv() + [torch.randn(1, 1, 5, 7)], tmp_path / "m.pt2", dialect=dialect)
-    result = convert(str(pt2), ConvertOptions())
-    assert not result.ok
+@pytest.mark.parametrize("seed", [0, 1])
+def test_sdpa_computed_bool_mask(tmp_path, dialect, seed):
+    """A boolean mask computed from an input (random 0/1 per query/key, one row masked entirely:
+    PyTorch gives zeros there, and so does the converted model)."""
+    m = (torch.rand(1, 1, 5, 7, generator=torch.Generator().manual_seed(seed)) > 0.5).float()
+    m[..., 2, :] = 0
+    check_module(Fn(lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m > 0)), _qkv() + [m],
+                 tmp_path, dialect=dialect, expect_types=["SDPA"])
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)

@@ -135,6 +135,15 @@ def test_pow_square_is_unaryop(tmp_path, dialect):
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("exponent", [3, 4.0, -2, 0])
+def test_integer_powers_of_negative_numbers(tmp_path, dialect, exponent):
+    """ncnn's POW is exp(b * log(a)), NaN for a negative a: integer powers are products."""
+    r = check_module(Fn(lambda x: x.pow(exponent)), [torch.tensor([[-2.0, -0.5, 0.5, 3.0, -1.25]])], tmp_path,
+                     dialect=dialect, batched=[False], tol=1e-6)
+    assert not any(op.type == "BinaryOp" and op.params.get(0) == 6 for op in r.result.ncnn.ops)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
 def test_pow_tensor_tensor(tmp_path, dialect):
     check_module(Fn(torch.pow), [_r(1, 4, 5, 6, positive=True), _r(1, 4, 1, 1)], tmp_path, dialect=dialect,
                  expect_types=["BinaryOp"])

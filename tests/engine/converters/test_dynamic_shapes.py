@@ -107,8 +107,8 @@ def test_hand_written_attention_with_dynamic_length(tmp_path, dialect, length):
 
 
 class PositionSlice(nn.Module):
-    """A learned position table sliced to the run-time sequence length: the slice end must be a
-    constant for ncnn, so this converts only once ``--inputshape`` fixes the length."""
+    """A learned position table sliced to the run-time sequence length: an ncnn Crop that measures
+    the input (or, with ``--inputshape``, a constant slice)."""
 
     def __init__(self):
         super().__init__()
@@ -118,15 +118,22 @@ class PositionSlice(nn.Module):
         return x + self.pos[:, : x.shape[1]]
 
 
-def test_input_shape_binds_what_must_be_concrete(tmp_path):
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("length", [3, 9, 40])
+def test_slice_to_a_runtime_size(tmp_path, dialect, length):
+    n = torch.export.Dim("n", min=2, max=64)
+    check_module(PositionSlice().eval(), [torch.randn(1, 9, 16)], tmp_path, dialect=dialect,
+                 dynamic_shapes=({1: n},), run_inputs=[torch.randn(1, length, 16)], expect_types=["Crop"])
+
+
+def test_input_shape_binds_the_size(tmp_path):
     n = torch.export.Dim("n", min=2, max=64)
     pt2 = export_pt2(PositionSlice().eval(), [torch.randn(1, 9, 16)], tmp_path / "m.pt2", dynamic_shapes=({1: n},))
-    dynamic = convert(str(pt2), ConvertOptions(lint=True))
-    assert not dynamic.ok and any("run time" in d.reason for d in dynamic.errors), dynamic.errors
     bound = convert(str(pt2), ConvertOptions(input_shapes=[[1, 12, 16]], lint=True))
     assert bound.ok, bound.errors
     param, bin_ = tmp_path / "m.ncnn.param", tmp_path / "m.ncnn.bin"
     bound.write(param, bin_, tmp_path / "m.pnnx.param", tmp_path / "m.pnnx.bin")
+    assert all(len(op.inputs) == 1 for op in bound.ncnn.ops if op.type == "Crop"), "a bound size is a constant"
     model = torch.export.load(str(pt2)).module()
     x = torch.randn(1, 12, 16)
     got, = run_ncnn(param, bin_, [x[0].numpy()], 1)

@@ -5,7 +5,7 @@ import pytest
 import torch
 from torch import nn
 
-from tests.harness import DIALECTS, check_module
+from tests.harness import DIALECTS, Fn, check_module
 
 
 def _types(checked):
@@ -119,3 +119,42 @@ def test_functional_batchnorm_with_buffers(tmp_path, dialect):
 
     c = check_module(M(), [torch.randn(1, 3, 5, 5)], tmp_path, dialect=dialect)
     assert _types(c) == ["Input", "BatchNorm"]
+
+
+class LinearNorm(nn.Module):
+    """timm's LeViT: a BatchNorm1d over the tokens of a linear layer's output,
+    ``bn(linear(x).flatten(0, 1)).reshape_as(x)``."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(6, 8, bias=False)
+        self.bn = nn.BatchNorm1d(8)
+        with torch.no_grad():
+            self.bn.running_mean.uniform_(-1, 1)
+            self.bn.running_var.uniform_(0.5, 2)
+            self.bn.weight.uniform_(0.5, 1.5)
+
+    def forward(self, x):
+        y = self.linear(x)
+        return self.bn(y.flatten(0, 1)).reshape_as(y)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_batchnorm_over_tokens_folds_into_the_linear(tmp_path, dialect):
+    c = check_module(LinearNorm().eval(), [torch.randn(1, 5, 6)], tmp_path, dialect=dialect,
+                     forbid_types=["BatchNorm"])
+    assert [op.type for op in c.result.ncnn.ops].count("Gemm") + [op.type for op in c.result.ncnn.ops].count(
+        "InnerProduct") == 1
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_batchnorm_over_tokens_without_a_linear(tmp_path, dialect):
+    """A BatchNorm1d whose channels are ncnn's innermost axis: per-channel scale and shift."""
+    bn = nn.BatchNorm1d(6).eval()
+    with torch.no_grad():
+        bn.running_mean.uniform_(-1, 1)
+        bn.running_var.uniform_(0.5, 2)
+        bn.bias.uniform_(-1, 1)
+    c = check_module(Fn(lambda x: bn(x.flatten(0, 1)).reshape_as(x) * 2), [torch.randn(1, 5, 6)], tmp_path,
+                     dialect=dialect, forbid_types=["BatchNorm"])
+    assert c.errors[0] < 1e-6

@@ -7,7 +7,7 @@ import torch.nn as nn
 import engine.convert  # noqa: F401  (engine.passes imported first is a circular import)
 from engine.ir import Attribute, Graph
 from engine.passes import fold_constants
-from tests.harness import DIALECTS, check_module
+from tests.harness import DIALECTS, Fn, check_module
 
 
 def _graph(body: str, **weights) -> Graph:
@@ -206,3 +206,92 @@ def test_an_integer_value_deep_in_a_long_chain_does_not_exhaust_the_stack():
     _run(g)
     assert g.find_op("i").type == "aten._to_copy.default"  # depends on the input: not constant
     assert _const(g, "ci").tolist() == [[2, 2, 2, 2]] and _const(g, "ci").dtype == np.int64
+
+
+# ----------------------------------------------------------------------------- masks, windows, weight norm
+class PackedCausalMask(nn.Module):
+    """Hugging Face's causal mask with the packed-sequence check, from ``input_ids`` only: position
+    ids from ``arange``, ``diff``/``ne``/``cumsum`` sequence ids, ``eq`` of them and ``le`` of
+    positions, ``&``-combined, indexed with broadcast ``arange`` indices — a shape-only value."""
+
+    def forward(self, x):
+        n = x.shape[1]
+        positions = torch.arange(n).unsqueeze(0)
+        first = positions[:, :1] - 1
+        seq = torch.cumsum(torch.diff(positions, prepend=first, dim=-1).ne(1), dim=-1)
+        q, kv = torch.arange(n)[None, None, :, None], torch.arange(n)[None, None, None, :]
+        b = torch.arange(1)[:, None, None, None]
+        same = seq[b, q] == seq[b, kv]
+        mask = torch.ones((), dtype=torch.bool) & (kv <= q) & same
+        return torch.where(mask, x[:, None, :, :1] * 0 + 1.0, x[:, None, :, :1] * 0 - 2.0)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_a_mask_of_arange_cumsum_eq_and_folds_to_pytorchs_constant(tmp_path, dialect):
+    c = check_module(PackedCausalMask(), [torch.randn(1, 6, 3)], tmp_path, dialect=dialect)
+    assert c.errors == [0.0]
+    g = c.result.records[[r.name for r in c.result.records].index("fold_constants")]
+    folded = Graph.from_text(g.snapshot)
+    masks = [op for op in folded.ops if op.type == "pnnx.Attribute" and op.outputs[0].dtype == "bool"
+             and op.outputs[0].shape == [1, 1, 6, 6]]
+    assert masks, "the mask is one constant"
+    want = np.tril(np.ones((6, 6), bool))[None, None]
+    # the constant keeps the provenance of every ATen node folded into it
+    replaced = {op.name for op in c.result.aten.ops if op.type.startswith("aten.")}
+    prov = set(masks[-1].provenance.nodes)
+    assert prov <= replaced and {"arange", "cumsum"} <= {n.rstrip("_0123456789") for n in prov}, prov
+    assert len(prov) >= 10, prov
+    value = _folded_value(c, masks[-1].name)
+    np.testing.assert_array_equal(value, want)
+
+
+def _folded_value(checked, name):
+    """The value of a constant in the graph right after fold_constants (re-run the pipeline's
+    first passes on the result's ATen graph)."""
+    from engine.passes import PIPELINE, PassContext, PassManager
+
+    upto = [p for p in PIPELINE][: [getattr(p, "pass_name", "") for p in PIPELINE].index("fold_constants") + 1]
+    g = checked.result.aten.copy()
+    PassManager(upto, snapshots=False).run(g, PassContext())
+    return np.asarray(g.find_op(name).attrs["data"].data)
+
+
+WINDOWS = {
+    "hann": lambda n, p: torch.hann_window(n, periodic=p),
+    "hamming": lambda n, p: torch.hamming_window(n, periodic=p),
+    "hamming_ab": lambda n, p: torch.hamming_window(n, periodic=p, alpha=0.5, beta=0.4),
+    "blackman": lambda n, p: torch.blackman_window(n, periodic=p),
+    "bartlett": lambda n, p: torch.bartlett_window(n, periodic=p),
+    "kaiser": lambda n, p: torch.kaiser_window(n, periodic=p, beta=8.0),
+}
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("name", list(WINDOWS))
+@pytest.mark.parametrize("periodic", [True, False])
+def test_window_functions_fold(tmp_path, dialect, name, periodic):
+    c = check_module(Fn(lambda x: x * WINDOWS[name](16, periodic)), [torch.randn(1, 3, 16)], tmp_path,
+                     dialect=dialect, tol=1e-6)
+    assert [op.type for op in c.result.ncnn.ops] == ["Input", "MemoryData", "BinaryOp"]
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_weight_norm_of_parameters_folds(tmp_path, dialect):
+    """Wav2Vec2's positional convolution: ``weight_norm`` over dim 2 of constant parameters."""
+    conv = nn.utils.parametrizations.weight_norm(nn.Conv1d(4, 4, 3, padding=1, groups=2), name="weight", dim=2)
+    c = check_module(conv, [torch.randn(1, 4, 9)], tmp_path, dialect=dialect)
+    assert [op.type for op in c.result.ncnn.ops] == ["Input", "ConvolutionDepthWise1D"] or \
+        "Convolution1D" in [op.type for op in c.result.ncnn.ops]
+
+
+def test_over_budget_fold_is_a_warning_naming_the_node(tmp_path):
+    from engine.convert import ConvertOptions, convert
+    from tests.harness import export_pt2
+
+    pt2 = export_pt2(Fn(lambda x: x + torch.ones(64, 64).tril().bool().float()), [torch.randn(1, 64, 64)],
+                     tmp_path / "m.pt2")
+    small = convert(str(pt2), ConvertOptions(fold_budget=1000))
+    warnings = [d for d in small.diagnostics if d.severity == "warning" and d.stage == "fold_constants"]
+    assert warnings and "4,096 elements" in warnings[0].reason and "fold_budget" in warnings[0].reason
+    assert warnings[0].node and warnings[0].source
+    assert convert(str(pt2), ConvertOptions()).ok

@@ -104,3 +104,27 @@ def test_where_with_nonzero_threshold_is_left_alone():
         pnnx.Output out 1 0 q
     """)
     assert "aten.leaky_relu.default" not in _run(g)
+
+
+GELU_NEW = """
+    pnnx.Input x 0 1 x #x=(1,4,6)f32
+    aten.mul.Tensor half 1 1 x half other=0.5 $self=x #half=(1,4,6)f32
+    aten.pow.Tensor_Scalar cube 1 1 x cube exponent=3.0 $self=x #cube=(1,4,6)f32
+    aten.mul.Tensor k 1 1 cube k other=0.044715 $self=cube #k=(1,4,6)f32
+    aten.add.Tensor inner 2 1 x k inner alpha=1 $self=x $other=k #inner=(1,4,6)f32
+    aten.mul.Tensor scaled 1 1 inner scaled other=0.7978845608028654 $self=inner #scaled=(1,4,6)f32
+    aten.tanh.default t 1 1 scaled t $self=scaled #t=(1,4,6)f32
+    aten.add.Tensor one 1 1 t one other=1.0 alpha=1 $self=t #one=(1,4,6)f32
+    aten.mul.Tensor y 2 1 half one y $self=half $other=one #y=(1,4,6)f32
+    pnnx.Output out 1 0 y
+"""
+
+
+def test_gelu_new_chain():
+    g = _graph(GELU_NEW)
+    assert _run(g) == ["pnnx.Input", "aten.gelu.default", "pnnx.Output"]
+    assert g.find_op("y").params == {"approximate": "tanh"}
+
+
+def test_gelu_new_with_other_constants_stays():
+    assert "aten.gelu.default" not in _run(_graph(GELU_NEW.replace("other=0.044715", "other=0.05")))

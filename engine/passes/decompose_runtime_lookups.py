@@ -1,0 +1,374 @@
+"""Turn lookups ncnn has no layer for into ATen arithmetic the converters lower (ATen level, after
+``mark_integer_inputs``).
+
+ncnn gathers only int32 token ids from a model input (``Embed``) and constant index lists
+(``Crop``/``Concat``). Everything else is rewritten here:
+
+* **computed indices** — ``embedding`` whose indices are computed (RoBERTa's position ids from a
+  cumsum), ``index.Tensor`` / ``index_select`` / ``gather`` with run-time indices: a one-hot
+  matrix ``eq(unsqueeze(index, -1), arange(N))`` (exact 0/1) multiplied with the data. Every
+  output element is one data element plus zeros, so the lookup is exact (for finite data);
+  negative indices of ``index.Tensor`` wrap around first. ``index.Tensor`` with several index
+  tensors (adjacent, broadcast together) gathers from the flattened indexed dims;
+* **constant indices into run-time data** with several index tensors (the ``mask[batch_idx,
+  kv_idx]`` of Hugging Face's mask functions) → ``view`` to 1-D, ``index_select`` of the
+  distinct constant positions, ``view``, ``expand`` (indices repeated along a dim are a
+  broadcast, not a gather);
+* **a gather from a constant that is the same along the gathered dim** (RoBERTa's token type ids
+  ``zeros.gather(1, positions)``) is that constant, whatever the index;
+* ``argmax`` / ``argmin`` of run-time values (CLIP's end-of-text position) → the first position
+  holding the extreme value: ``m = amax(x)``, ``e = eq(x, m)``, ``first = e * eq(cumsum(e), 1)``,
+  ``sum(first * arange(N))``, exact like PyTorch's first-occurrence rule.
+
+Only static shapes are rewritten; a lookup with a dynamic size stays and is refused by its
+converter with the reason.
+"""
+from __future__ import annotations
+
+import logging
+import math
+
+import numpy as np
+
+from ..converters.shape import gather_runs
+from ..ir import Graph, Operand, Operator
+from ._aten import AtenEmitter
+from .manager import graph_pass
+
+log = logging.getLogger(__name__)
+
+
+def _const(opd: Operand | None):
+    if opd is None:
+        return None
+    if "const" in opd.meta:
+        return np.asarray(opd.meta["const"])
+    p = opd.producer
+    if p is not None and p.type == "pnnx.Attribute" and "data" in p.attrs:
+        return np.asarray(p.attrs["data"].data)
+    return None
+
+
+def _static(*operands: Operand) -> bool:
+    return all(o is not None and o.shape is not None and all(isinstance(d, int) for d in o.shape) for o in operands)
+
+
+def _broadcast(*shapes) -> list[int]:
+    return list(np.broadcast_shapes(*[tuple(s) for s in shapes]))
+
+
+class _Rewriter:
+    def __init__(self, graph: Graph, op: Operator):
+        self.graph, self.op = graph, op
+        self.em = AtenEmitter(graph, op)
+
+    def view(self, x: Operand, shape: list[int]) -> Operand:
+        if list(x.shape) == list(shape):
+            return x
+        return self.em.op("aten.view.default", {"self": x}, shape=shape, dtype=x.dtype, size=list(shape))
+
+    def one_hot(self, index: Operand, n: int) -> Operand:
+        """``eq(unsqueeze(index, -1), arange(n))`` as float: shape ``index.shape + [n]``."""
+        em = self.em
+        col = em.op("aten.unsqueeze.default", {"self": index}, shape=list(index.shape) + [1], dtype=index.dtype,
+                    dim=len(index.shape))
+        rng = em.constant(np.arange(n, dtype=np.int64), name=f"{self.op.name}_positions")
+        hit = em.op("aten.eq.Tensor", {"self": col, "other": rng}, shape=list(index.shape) + [n], dtype="bool")
+        return em.op("aten._to_copy.default", {"self": hit}, shape=list(hit.shape), dtype="f32")
+
+    def wrapped(self, index: Operand, n: int) -> Operand:
+        """``index + n * (index < 0)`` (PyTorch's negative indices)."""
+        em = self.em
+        neg = em.op("aten.lt.Scalar", {"self": index}, shape=list(index.shape), dtype="bool", other=0)
+        shift = em.op("aten.mul.Tensor", {"self": neg}, shape=list(index.shape), dtype=index.dtype, other=n)
+        return em.op("aten.add.Tensor", {"self": index, "other": shift}, shape=list(index.shape), dtype=index.dtype,
+                     alpha=1)
+
+    def gather_rows(self, x: Operand, first: int, count: int, flat_index: Operand, index_shape: list[int]) -> Operand:
+        """``x`` with its dims ``first .. first+count-1`` (``N`` elements) replaced by the
+        elements at ``flat_index`` (of shape ``index_shape``), by a one-hot matmul."""
+        shape = list(x.shape)
+        pre, mid, post = shape[:first], shape[first:first + count], shape[first + count:]
+        n, p, q, k = math.prod(mid), math.prod(pre), math.prod(post), math.prod(index_shape)
+        dtype = x.dtype if x.dtype in ("f32", "f16", "bf16", "f64") else "f32"
+        em = self.em
+        data = self.view(x, [p, n, q])
+        if dtype != x.dtype:
+            data = em.op("aten._to_copy.default", {"self": data}, shape=[p, n, q], dtype=dtype)
+        hot = self.view(self.one_hot(flat_index, n), [k, n])
+        picked = em.op("aten.matmul.default", {"self": hot, "other": data}, shape=[p, k, q], dtype=dtype)
+        out = self.view(picked, pre + list(index_shape) + post)
+        if x.dtype != dtype:
+            out = em.op("aten._to_copy.default", {"self": out}, shape=list(out.shape), dtype=x.dtype)
+        return out
+
+
+# ----------------------------------------------------------------------------- the rewrites
+def _embedding(r: _Rewriter) -> Operand | None:
+    op = r.op
+    weight, index = op.named_input("weight"), op.named_input("indices")
+    if op.meta.get("int32_indices") or _const(index) is not None or _const(weight) is None:
+        return None
+    if not _static(weight) or index.shape is None or len(weight.shape) != 2:
+        return None
+    v, d = weight.shape
+    hot = r.one_hot(index, v)
+    return r.em.op("aten.matmul.default", {"self": hot, "other": weight}, shape=list(index.shape) + [d],
+                   dtype=weight.dtype)
+
+
+def _index_tensors(op: Operator) -> list[tuple[int, Operand]] | None:
+    listed = op.params.get("indices") or [n for n in op.input_names if n.startswith("indices.")]
+    out = []
+    for k, v in enumerate(listed):
+        if v is None:
+            continue
+        opd = op.named_input(f"indices.{k}")
+        if opd is None:
+            return None
+        out.append((k, opd))
+    return out
+
+
+def cut_constant(opd: Operand) -> tuple[np.ndarray, dict[int, str]] | None:
+    """``(largest, {axis: size})`` when ``opd`` is a constant cut along some axes to run-time
+    sizes (``fold_dynamic_constants``'s ``slice(constant, axis, 0, size)`` chains)."""
+    cuts: dict[int, str] = {}
+    while True:
+        value = _const(opd)
+        if value is not None:
+            return value, cuts
+        p = opd.producer
+        if p is None or p.type != "aten.slice.Tensor" or (p.params.get("start") or 0) != 0 or \
+                p.params.get("step", 1) != 1 or opd.shape is None:
+            return None
+        axis = p.params.get("dim", 0) % len(opd.shape)
+        cuts[axis] = opd.shape[axis]
+        opd = p.inputs[0]
+
+
+def _identity_index(r: _Rewriter, x: Operand, dims: list[int], found: list) -> Operand | None:
+    """``x[..., i0, i1, ...]`` whose index tensors (cut constants, dynamic) pick every element
+    in order — each is ``arange`` of its dim's size along one axis of the index shape, or all
+    zeros on a dim of size 1: ``x`` with those dims squeezed and moved by unsqueezes, then
+    expanded when the index shape is larger."""
+    shape = list(op_shape := r.op.outputs[0].shape or [])
+    index_shape = shape[dims[0]:len(shape) - (len(x.shape) - dims[-1] - 1)]
+    placed, squeezed = {}, []
+    for (k, opd), d in zip(found, dims):
+        cut = cut_constant(opd)
+        if cut is None:
+            return None
+        large, _ = cut
+        pad = len(index_shape) - large.ndim
+        if pad < 0:
+            return None
+        if x.shape[d] == 1 and not large.any():
+            squeezed.append(d)
+            continue
+        axes = [a for a, n in enumerate(large.shape) if n > 1]
+        if len(axes) != 1:
+            return None
+        a = axes[0]
+        n = large.shape[a]
+        if not np.array_equal(large.reshape(-1), np.arange(n)) or opd.shape[a] != x.shape[d] or \
+                index_shape[a + pad] != x.shape[d]:
+            return None
+        placed[d] = a + pad
+    order = [placed[d] for d in dims if d in placed]
+    if order != sorted(order) or len(set(order)) != len(order):
+        return None
+    em, cur, cur_shape = r.em, x, list(x.shape)
+    for d in sorted(squeezed, reverse=True):
+        cur_shape.pop(d)
+        cur = em.op("aten.squeeze.dim", {"self": cur}, shape=list(cur_shape), dtype=x.dtype, dim=d)
+    first = dims[0]
+    for p in range(len(index_shape)):
+        if p not in order:
+            cur_shape.insert(first + p, 1)
+            cur = em.op("aten.unsqueeze.default", {"self": cur}, shape=list(cur_shape), dtype=x.dtype, dim=first + p)
+    if cur_shape != list(op_shape):
+        cur = em.op("aten.expand.default", {"self": cur}, shape=list(op_shape), dtype=x.dtype,
+                    size=[d if isinstance(d, int) else -1 for d in op_shape])
+    return cur
+
+
+def _index(r: _Rewriter) -> Operand | None:
+    op = r.op
+    x = op.inputs[0]
+    found = _index_tensors(op)
+    if found and x.shape is not None and not _static(x, op.outputs[0], *[o for _, o in found]):
+        dims = [k for k, _ in found]
+        if dims == list(range(dims[0], dims[0] + len(dims))):
+            return _identity_index(r, x, dims, found)
+        return None
+    if not found or not _static(x, op.outputs[0], *[o for _, o in found]):
+        return None
+    dims = [k for k, _ in found]
+    if dims != list(range(dims[0], dims[0] + len(dims))):
+        return None  # non-adjacent advanced indices move the result dims to the front
+    if any(o.dtype == "bool" for _, o in found):
+        return None  # boolean masks select a data-dependent number of elements
+    values = [_const(o) for _, o in found]
+    if all(v is not None for v in values):
+        return _constant_index(r, x, dims, values) if len(found) > 1 else None
+    first, sizes = dims[0], [x.shape[k] for k in dims]
+    index_shape = _broadcast(*[o.shape for _, o in found])
+    em, flat = r.em, None
+    for (k, opd), size, stride in zip(found, sizes, _strides(sizes)):
+        term = r.wrapped(opd, size)
+        if stride != 1:
+            term = em.op("aten.mul.Tensor", {"self": term}, shape=list(term.shape), dtype=term.dtype, other=stride)
+        if flat is not None:
+            term = em.op("aten.add.Tensor", {"self": flat, "other": term}, shape=_broadcast(flat.shape, term.shape),
+                         dtype=term.dtype, alpha=1)
+        flat = term
+    if list(flat.shape) != index_shape:
+        flat = em.op("aten.expand.default", {"self": flat}, shape=index_shape, dtype=flat.dtype, size=index_shape)
+    return r.gather_rows(x, first, len(dims), flat, index_shape)
+
+
+def _strides(sizes: list[int]) -> list[int]:
+    return [math.prod(sizes[i + 1:]) for i in range(len(sizes))]
+
+
+def _constant_index(r: _Rewriter, x: Operand, dims: list[int], values: list[np.ndarray]) -> Operand | None:
+    """``x[..., i0, i1, ...]`` with constant index tensors: positions in the flattened indexed
+    dims, gathered once per distinct position, then broadcast back."""
+    first, sizes = dims[0], [x.shape[k] for k in dims]
+    index_shape = _broadcast(*[np.shape(v) for v in values])
+    flat = np.zeros(index_shape, np.int64)
+    for v, size, stride in zip(values, sizes, _strides(sizes)):
+        v = np.asarray(v, np.int64)
+        flat = flat + np.where(v < 0, v + size, v) * stride
+    # dims along which the position does not change are a broadcast of one slice
+    core = flat
+    for axis in range(flat.ndim):
+        if flat.shape[axis] > 1 and (np.take(flat, [0], axis=axis) == flat).all():
+            core = np.take(core, [0], axis=axis)
+    shape = list(x.shape)
+    pre, post = shape[:first], shape[first + len(dims):]
+    n = math.prod(sizes)
+    if gather_runs(core.reshape(-1), n) is None:
+        return None  # more pieces than ncnn's Crop/Concat gather is worth
+    data = r.view(x, pre + [n] + post)
+    rng = r.em.constant(core.reshape(-1), name=f"{r.op.name}_positions")
+    picked = r.em.op("aten.index_select.default", {"self": data, "index": rng},
+                     shape=pre + [core.size] + post, dtype=x.dtype, dim=first)
+    out = r.view(picked, pre + list(core.shape) + post)
+    full = pre + list(index_shape) + post
+    if list(out.shape) != full:
+        out = r.em.op("aten.expand.default", {"self": out}, shape=full, dtype=x.dtype, size=full)
+    return out
+
+
+def _index_select(r: _Rewriter) -> Operand | None:
+    op = r.op
+    x, index = op.inputs[0], op.named_input("index")
+    if _const(index) is not None or not _static(x, index):
+        return None
+    dim = op.params["dim"] % len(x.shape)
+    return r.gather_rows(x, dim, 1, index, list(index.shape))
+
+
+def _uniform_gather(r: _Rewriter, data: np.ndarray, index: Operand, dim: int) -> Operand | None:
+    """A gather from a constant that is the same along ``dim``, for an index of dynamic shape:
+    ``index * 0 + data[..., :1, ...]`` (broadcast, exact for the integer index)."""
+    sub = np.take(data, [0], axis=dim)
+    if any(n not in (1, m) for d, (n, m) in enumerate(zip(sub.shape, index.shape)) if d != dim):
+        return None
+    em = r.em
+    zero = em.op("aten.mul.Tensor", {"self": index}, shape=list(index.shape), dtype=index.dtype, other=0)
+    table = em.constant(np.ascontiguousarray(sub), name=f"{r.op.name}_value")
+    return em.op("aten.add.Tensor", {"self": zero, "other": table}, shape=list(index.shape),
+                 dtype=r.op.outputs[0].dtype, alpha=1)
+
+
+def _gather(r: _Rewriter) -> Operand | None:
+    op = r.op
+    x, index = op.inputs[0], op.named_input("index")
+    if x.shape is None or index.shape is None or len(x.shape) != len(index.shape):
+        return None
+    dim = op.params["dim"] % len(x.shape)
+    data = _const(x)
+    if data is not None and not _static(index) and (np.take(data, [0], axis=dim) == data).all():
+        return _uniform_gather(r, data, index, dim)
+    if not _static(x, index, op.outputs[0]):
+        return None
+    if data is not None and (np.take(data, [0], axis=dim) == data).all():
+        # the same value wherever along dim: the index does not matter
+        sub = np.take(data, [0], axis=dim)
+        value = np.broadcast_to(sub[tuple(slice(0, n) for n in index.shape[:dim] + [1] + index.shape[dim + 1:])],
+                                index.shape)
+        return r.em.constant(np.ascontiguousarray(value), name=f"{op.name}_value")
+    if _const(index) is not None or any(a != b for d, (a, b) in enumerate(zip(x.shape, index.shape)) if d != dim):
+        return None
+    em, n = r.em, x.shape[dim]
+    hot = r.one_hot(index, n)  # (..., J, ..., N)
+    moved = em.op("aten.movedim.int", {"self": x}, shape=x.shape[:dim] + x.shape[dim + 1:] + [n], dtype=x.dtype,
+                  source=dim, destination=-1)
+    idx_moved_shape = index.shape[:dim] + index.shape[dim + 1:] + [index.shape[dim]]
+    hot = em.op("aten.movedim.int", {"self": hot}, shape=idx_moved_shape + [n], dtype=hot.dtype,
+                source=dim, destination=-2)
+    rows = em.op("aten.unsqueeze.default", {"self": moved}, shape=list(moved.shape[:-1]) + [1, n], dtype=x.dtype,
+                 dim=-2)
+    prod = em.op("aten.mul.Tensor", {"self": hot, "other": rows}, shape=idx_moved_shape + [n], dtype="f32")
+    summed = em.op("aten.sum.dim_IntList", {"self": prod}, shape=idx_moved_shape, dtype="f32", dim=[-1],
+                   keepdim=False)
+    out = em.op("aten.movedim.int", {"self": summed}, shape=list(index.shape), dtype="f32", source=-1,
+                destination=dim)
+    if x.dtype != "f32":
+        out = em.op("aten._to_copy.default", {"self": out}, shape=list(index.shape), dtype=x.dtype)
+    return out
+
+
+def _argmax(r: _Rewriter) -> Operand | None:
+    op = r.op
+    x = op.inputs[0]
+    if not _static(x, op.outputs[0]) or _const(x) is not None:
+        return None
+    em, keep = r.em, bool(op.params.get("keepdim", False))
+    dim = op.params.get("dim")
+    if dim is None:
+        x, dim = r.view(x, [math.prod(x.shape)]), 0
+    dim %= len(x.shape)
+    n = x.shape[dim]
+    reduced = list(x.shape)
+    reduced[dim] = 1
+    extreme = "aten.amax.default" if op.type == "aten.argmax.default" else "aten.amin.default"
+    m = em.op(extreme, {"self": x}, shape=reduced, dtype=x.dtype, dim=[dim], keepdim=True)
+    hit = em.op("aten.eq.Tensor", {"self": x, "other": m}, shape=list(x.shape), dtype="bool")
+    count = em.op("aten.cumsum.default", {"self": hit}, shape=list(x.shape), dtype="i64", dim=dim)
+    once = em.op("aten.eq.Scalar", {"self": count}, shape=list(x.shape), dtype="bool", other=1)
+    first = em.op("aten.logical_and.default", {"self": hit, "other": once}, shape=list(x.shape), dtype="bool")
+    pos_shape = [1] * len(x.shape)
+    pos_shape[dim] = n
+    pos = em.constant(np.arange(n, dtype=np.int64).reshape(pos_shape), name=f"{op.name}_positions")
+    where = em.op("aten.mul.Tensor", {"self": first, "other": pos}, shape=list(x.shape), dtype="i64")
+    out_shape = list(op.outputs[0].shape)
+    return em.op("aten.sum.dim_IntList", {"self": where}, shape=out_shape, dtype="i64", dim=[dim], keepdim=keep)
+
+
+REWRITES = {
+    "aten.embedding.default": _embedding,
+    "aten.index.Tensor": _index,
+    "aten.index_select.default": _index_select,
+    "aten.gather.default": _gather,
+    "aten.argmax.default": _argmax,
+    "aten.argmin.default": _argmax,
+}
+
+
+@graph_pass("decompose_runtime_lookups", "turn computed-index lookups and argmax into exact one-hot arithmetic")
+def run(graph: Graph, cx) -> None:
+    for op in list(graph.ops):
+        fn = REWRITES.get(op.type)
+        if fn is None or "target" not in op.meta or len(op.outputs) != 1 or not op.outputs[0].consumers:
+            continue
+        r = _Rewriter(graph, op)
+        new = fn(r)
+        if new is None:
+            continue
+        r.em.replace(new)
+        graph.prune([op.outputs[0]])
+        log.debug("rewrote %s (%s)", op.name, op.type)

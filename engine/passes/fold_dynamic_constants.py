@@ -1,0 +1,369 @@
+"""Fold values that depend only on dynamic sizes: computed at the largest size, cut to the run-time
+size by ncnn (ATen level, after ``fold_constants``).
+
+With a sequence length exported as ``torch.export.Dim("seq", max=N)``, the position ids, causal
+masks, rotary tables, relative position buckets... of a model depend only on that length (and on
+constants): ``fold_constants`` cannot compute them, and ncnn has no ``arange``. Such a value ``v``
+(a *shape value*: made only of constants, sizes — ``sym_size``, ``new_ones(x)`` — and foldable
+ops on them) is computed here for every dynamic dim at its largest size, and replaced by that
+constant sliced, along each dynamic dim, to the run-time size (``aten.slice.Tensor`` with the
+size of a model input as its end: an ncnn ``Crop`` that measures that input).
+
+That is exact when ``v`` is *prefix-stable*: computed at any smaller size, it is the leading part
+of the largest one (``arange(n)``, ``tril``, ``x[:, :n]`` of a table, the relative distances
+``j - i``... are; ``arange(n)[::-1]`` or ``n - arange(n)`` are not). This is checked numerically:
+``v`` is computed at the smallest, the traced and a middle size too and compared with the cut
+largest one; a value that fails stays unfolded (its operators are then lowered as run-time ops
+where they can be).
+
+An ``expand`` to a run-time size first becomes a product with ``ones`` of that size (a shape
+value), since ncnn's ``Tile`` needs constant repeats.
+
+Which values are cut: the shape values read by run-time operators. One whose largest form
+would be much bigger than the constants it is made of (a causal mask ``(n, n)`` built from two
+``arange(n)``: more than :data:`GROWTH` times and more than :data:`SMALL` elements) is not
+folded itself; its operator runs in ncnn on the (cut) smaller values it reads instead, unless it
+is a creation op (``arange``, ``full``...) that ncnn cannot run. A dynamic dim with no upper
+bound cannot be folded and is reported (export with ``Dim(..., max=...)``).
+"""
+from __future__ import annotations
+
+import logging
+import math
+import re
+from typing import Any
+
+import numpy as np
+
+from ..diagnostics import Diagnostic
+from ..ir import Attribute, Graph, Operand, Operator, Provenance
+from ..ir.vocab import is_aten
+from ..ncnn.expr import ExprError, evaluate
+from ._aten import AtenEmitter
+from .fold_constants import FOLD_BUDGET, FOLDERS, SHAPE_ARGS, SHAPE_ONLY, _Folder
+from .manager import graph_pass
+
+log = logging.getLogger(__name__)
+
+#: a shape value is folded when its largest form has at most this many elements ...
+SMALL = 1 << 18
+#: ... or is at most this many times larger than the constants it is computed from
+GROWTH = 16
+#: creation ops: their values must be folded (ncnn cannot make them), whatever their size
+CREATION = {t for t in FOLDERS if any(k in t for k in ("arange", "full", "zeros", "ones", "eye", "_window",
+                                                      "scalar_tensor", "new_empty", "empty"))} | SHAPE_ONLY
+_SCALAR_PREFIXES = ("_operator.", "torch.sym_", "math.", "aten.sym_")
+_SYMBOL = re.compile(r"[A-Za-z_]\w*")
+
+
+def _symbols(dims) -> set[str]:
+    out: set[str] = set()
+    for d in dims or []:
+        if isinstance(d, str):
+            out.update(n for n in _SYMBOL.findall(d) if n not in ("max", "min"))
+    return out
+
+
+def dim_value(d: Any, binding: dict[str, int]) -> int:
+    """A dim (an int or an expression text like ``2*s3+1``, ``max(1;s3-2)``) at ``binding``."""
+    if isinstance(d, int):
+        return d
+    try:
+        return int(evaluate(str(d).replace(";", ","), binding))
+    except (ExprError, TypeError, ValueError, ZeroDivisionError) as e:
+        raise ValueError(f"cannot evaluate size {d}: {e}") from None
+
+
+class _Shapes:
+    """Which operands are shape values, and the sizes they take."""
+
+    def __init__(self, graph: Graph):
+        self.graph = graph
+        self.values: set[int] = set()
+        bound = graph.meta.get("symbol_values", {})
+        self.ranges = {n: (s.get("min"), s.get("max")) for n, s in graph.meta.get("symbols", {}).items()
+                       if n not in bound}
+        for op in graph.ops:
+            if self._computes_shape_value(op):
+                self.values.update(id(o) for o in op.outputs)
+
+    def is_value(self, opd: Operand) -> bool:
+        p = opd.producer
+        return id(opd) in self.values or "const" in opd.meta or (p is not None and p.type == "pnnx.Attribute")
+
+    def _computes_shape_value(self, op: Operator) -> bool:
+        if op.type == "pnnx.Attribute":
+            return True
+        if not is_aten(op) or len(op.outputs) != 1:
+            return False
+        if op.type in ("aten.sym_size.int", "aten.sym_numel.default"):
+            return True
+        if op.type not in FOLDERS and op.type not in SHAPE_ONLY:
+            return False
+        if op.type in SHAPE_ONLY:
+            return True
+        shaped = SHAPE_ARGS.get(op.type, ())
+        return all(self.is_value(i) or n in shaped for n, i in zip(op.input_names or [""] * len(op.inputs),
+                                                                  op.inputs))
+
+
+class _Evaluator:
+    """Shape values computed at given sizes, in a copy of the graph (``fold_constants``'s code)."""
+
+    def __init__(self, graph: Graph, budget: int):
+        self.graph, self.budget = graph, budget
+
+    def values(self, names: list[str], binding: dict[str, int]) -> dict[str, np.ndarray]:
+        g = self.graph.copy()
+        g.meta["symbol_values"] = {**self.graph.meta.get("symbol_values", {}), **binding}
+        folder = _Folder(g, self.budget)
+        needed: set[int] = set()
+        stack = [g.operands[n] for n in names]
+        while stack:
+            p = stack.pop().producer
+            if p is None or id(p) in needed or not is_aten(p):
+                continue
+            needed.add(id(p))
+            stack.extend(p.inputs)
+        for op in list(g.ops):
+            if id(op) in needed:
+                folder.try_fold(op, force=True)
+        out = {}
+        for n in names:
+            p = g.operands[n].producer
+            if p is not None and p.type == "pnnx.Attribute" and "data" in p.attrs:
+                out[n] = np.asarray(p.attrs["data"].data)
+        return out
+
+
+def _prefix_of(small: np.ndarray, large: np.ndarray) -> bool:
+    if small.ndim != large.ndim or any(a > b for a, b in zip(small.shape, large.shape)):
+        return False
+    cut = large[tuple(slice(0, n) for n in small.shape)]
+    return bool(np.array_equal(small, cut, equal_nan=small.dtype.kind == "f"))
+
+
+class _Folding:
+    def __init__(self, graph: Graph, cx):
+        self.graph, self.cx = graph, cx
+        budget = getattr(getattr(cx, "options", None), "fold_budget", None) or FOLD_BUDGET
+        self.shapes = _Shapes(graph)
+        self.eval = _Evaluator(graph, budget)
+        self.budget = budget
+        self.sizes: dict[str, Operand] = {}  # symbol → an operand holding its run-time value
+        self.folded = 0
+
+    # -------------------------------------------------------------- which values
+    def _dynamic(self, opd: Operand) -> bool:
+        return opd.shape is not None and any(not isinstance(d, int) for d in opd.shape)
+
+    def frontier(self) -> list[Operand]:
+        """Tensor shape values of dynamic shape read by run-time operators."""
+        out, seen = [], set()
+        for op in self.graph.ops:
+            if id(op.outputs[0]) in self.shapes.values if op.outputs else False:
+                continue
+            for i in op.inputs:
+                p = i.producer
+                if (id(i) in self.shapes.values and id(i) not in seen and self._dynamic(i) and p is not None
+                        and not p.type.startswith(_SCALAR_PREFIXES) and i.shape != []):
+                    seen.add(id(i))
+                    out.append(i)
+        return out
+
+    # -------------------------------------------------------------- bindings
+    def bindings(self, opds: list[Operand]) -> list[dict[str, int]] | None:
+        """The largest sizes first, then the others to check against."""
+        names = set()
+        for o in opds:
+            names |= _symbols(o.shape)
+        hi, others = {}, [{}, {}, {}]
+        symbols = self.graph.meta.get("symbols", {})
+        for n in names:
+            lo, top = self.shapes.ranges.get(n, (None, None))
+            if top is None or lo is None:
+                return None
+            hint = symbols.get(n, {}).get("hint")
+            hi[n] = int(top)
+            others[0][n] = int(lo)
+            others[1][n] = int(hint) if isinstance(hint, int) and lo <= hint <= top else (lo + top) // 2
+            others[2][n] = (lo + top) // 2
+        return [hi] + others
+
+    # -------------------------------------------------------------- folding one value
+    def evaluate(self, values: list[Operand]) -> list[dict[str, np.ndarray]] | None:
+        """Each value at the largest sizes, then at the sizes checked against (one copy of the
+        graph per size); None when a size has no upper bound."""
+        binds = self.bindings(values)
+        if binds is None:
+            return None
+        out = []
+        for b in binds:
+            try:
+                out.append(self.eval.values([v.name for v in values], b))
+            except Exception as e:  # noqa: BLE001 - a value numpy cannot compute stays unfolded
+                log.debug("shape values not computable at %s: %s", b, e)
+                out.append({})
+        return out
+
+    def decide(self, v: Operand, computed: list[dict[str, np.ndarray]]) -> bool | None:
+        """True: folded; False: leave it; None: too big (fold what it reads instead)."""
+        large = computed[0].get(v.name)
+        if large is None:
+            return False
+        p = v.producer
+        if large.size > SMALL and p is not None and p.type not in CREATION:
+            hi = self.bindings([v])[0]
+            biggest = max([self._largest_size(i, hi) for i in p.inputs] + [1])
+            if large.size > GROWTH * biggest:
+                return None
+        for other in computed[1:]:
+            small = other.get(v.name)
+            if small is None or not _prefix_of(small, large):
+                log.debug("%s is not prefix-stable", v.name)
+                return False
+        return self._replace(v, large)
+
+    def _largest_size(self, opd: Operand, hi: dict[str, int]) -> int:
+        if opd.shape is None:
+            return 0
+        try:
+            return math.prod(dim_value(d, hi) for d in opd.shape)
+        except ValueError:
+            return 0
+
+    def _unbounded(self, v: Operand) -> None:
+        diagnostics = getattr(self.cx, "diagnostics", None)
+        p = v.producer
+        if diagnostics is None or p is None:
+            return
+        names = ", ".join(sorted(n for n in _symbols(v.shape) if self.shapes.ranges.get(n, (0, None))[1] is None))
+        diagnostics.add(Diagnostic.for_operator(
+            p, f"not folded: it depends on the dynamic size {names}, which has no upper bound (export with "
+               "torch.export.Dim(..., max=...) so it can be computed at the largest size)",
+            severity="warning", stage="fold_dynamic_constants"))
+
+    def size_operand(self, symbol: str) -> Operand | None:
+        """An operand holding ``symbol``'s run-time value (a ``sym_size`` of a model input)."""
+        if symbol in self.sizes:
+            return self.sizes[symbol]
+        for inp in self.graph.ops_of_type("pnnx.Input"):
+            out = inp.outputs[0]
+            if out.shape and symbol in out.shape:
+                em = AtenEmitter(self.graph, inp, after=True)
+                opd = em.op("aten.sym_size.int", {"self": out}, shape=[], dtype="i64", name=f"{symbol}_size",
+                            dim=out.shape.index(symbol))
+                opd.meta["expr"] = symbol
+                opd.producer.provenance = Provenance((opd.producer.name,), ())
+                self.sizes[symbol] = opd
+                return opd
+        return None
+
+    def _replace(self, v: Operand, large: np.ndarray) -> bool:
+        cuts = []
+        for axis, d in enumerate(v.shape):
+            if isinstance(d, int):
+                continue
+            if not _SYMBOL.fullmatch(str(d)) or self.size_operand(str(d)) is None:
+                return False  # only a dim that is a model input's size can be measured by ncnn
+            cuts.append((axis, str(d)))
+        first = min(v.consumers, key=self.graph.ops.index)
+        em = AtenEmitter(self.graph, first)
+        em.base = f"{v.name}_largest"
+        cur = em.constant(np.ascontiguousarray(large), name=f"{v.name}_largest")
+        cur.producer.provenance = self._provenance(v)
+        cur.producer.meta["folded_from"] = v.producer.type if v.producer is not None else ""
+        shape = list(large.shape)
+        for axis, sym in cuts:
+            shape[axis] = sym
+            size = self.sizes[sym]
+            cur = em.op("aten.slice.Tensor", [("self", cur), ("end", size)], shape=list(shape), dtype=v.dtype,
+                        name=f"{v.name}_cut", dim=axis, start=0, end=f"%{size.name}", step=1)
+        self.graph.replace_all_uses(v, cur)
+        self.graph.prune([v])
+        self.folded += 1
+        log.debug("folded %s at its largest size %s", v.name, list(large.shape))
+        return True
+
+    def _provenance(self, v: Operand) -> Provenance:
+        seen, stack, provs = set(), [v], []
+        while stack:
+            p = stack.pop().producer
+            if p is None or id(p) in seen or p.type == "pnnx.Input":
+                continue
+            seen.add(id(p))
+            if p.type != "pnnx.Attribute" or "folded_from" in p.meta:
+                provs.append(p.provenance)
+            if id(p.outputs[0]) in self.shapes.values and p.type != "pnnx.Attribute":
+                stack.extend(p.inputs)
+        return Provenance.merge(provs)
+
+    # -------------------------------------------------------------- driver
+    def run(self) -> None:
+        pending, done = self.frontier(), set()
+        while pending:
+            batch = []
+            for v in pending:
+                if id(v) not in done and v.name in self.graph.operands and v.consumers:
+                    done.add(id(v))
+                    batch.append(v)
+            pending = []
+            bounded = [v for v in batch if self.bindings([v]) is not None]
+            for v in batch:
+                if v not in bounded:
+                    self._unbounded(v)
+            computed = self.evaluate(bounded) if bounded else None
+            for v in bounded:
+                if self.decide(v, computed) is None:  # run its operator in ncnn on the smaller values it reads
+                    self.shapes.values.discard(id(v))
+                    pending += [i for i in v.producer.inputs if id(i) in self.shapes.values and self._dynamic(i)
+                                and i.shape != [] and not (i.producer and i.producer.type.startswith(_SCALAR_PREFIXES))]
+
+
+def expand_by_product(graph: Graph) -> int:
+    """``expand(x, size)`` to a run-time size (ncnn's Tile needs constant repeats) becomes
+    ``x * ones(s)``, ``s`` the size with 1 wherever ``x`` keeps its own: BinaryOp broadcasting
+    makes the same tensor, and ``ones(s)`` is a shape value folded here."""
+    count = 0
+    for op in graph.ops_of_type("aten.expand.default"):
+        x, out = op.inputs[0], op.outputs[0]
+        if x.shape is None or out.shape is None or all(isinstance(d, int) for d in out.shape):
+            continue
+        size = list(op.params.get("size") or [])
+        pad = len(out.shape) - len(x.shape)
+        ones, inputs = [], []
+        for i, d in enumerate(size):
+            own = x.shape[i - pad] if i >= pad else 1
+            if isinstance(d, str) and d.startswith("%") and own == 1:
+                opd = op.named_input(f"size.{i}")
+                if opd is None:
+                    break
+                inputs.append((f"size.{len(ones)}", opd))
+                ones.append(d)
+            else:
+                ones.append(1)
+        else:
+            if not inputs:
+                continue
+            em = AtenEmitter(graph, op)
+            shape = [out.shape[i] if ones[i] != 1 else 1 for i in range(len(ones))]
+            renamed = [(f"size.{i}", opd) for i, (_, opd) in zip([k for k, v in enumerate(ones) if v != 1], inputs)]
+            one = em.op("aten.ones.default", renamed, shape=shape, dtype=x.dtype, name=f"{op.name}_ones", size=ones)
+            prod = em.op("aten.mul.Tensor", {"self": x, "other": one}, shape=list(out.shape), dtype=out.dtype)
+            em.replace(prod)
+            graph.prune([out])
+            count += 1
+    return count
+
+
+@graph_pass("fold_dynamic_constants", "values of dynamic size made of sizes and constants: fold at the largest "
+                                      "size, cut to the run-time size")
+def run(graph: Graph, cx) -> None:
+    if not any(s.get("max") is not None or s.get("min") is not None for s in graph.meta.get("symbols", {}).values()):
+        return
+    expand_by_product(graph)
+    f = _Folding(graph, cx)
+    if f.shapes.ranges:
+        f.run()
+    if f.folded:  # what computed the folded values at their traced size is unread now
+        graph.remove_dead(keep=lambda op: op.type == "pnnx.Input")

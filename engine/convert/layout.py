@@ -406,14 +406,14 @@ BATCH_FIRST = {
     "F.max_pool1d": 3, "F.max_pool2d": 4, "F.max_pool3d": 5, "F.avg_pool1d": 3, "F.avg_pool2d": 4,
     "F.avg_pool3d": 5, "F.adaptive_avg_pool1d": 3, "F.adaptive_avg_pool2d": 4, "F.adaptive_avg_pool3d": 5,
     "F.adaptive_max_pool1d": 3, "F.adaptive_max_pool2d": 4, "F.adaptive_max_pool3d": 5, "F.lp_pool1d": 3,
-    "F.lp_pool2d": 4, "nn.ChannelShuffle": 4, "F.pixel_shuffle": 4, "F.pixel_unshuffle": 4,
-    "F.local_response_norm": 4, "F.fold": 3, "F.unfold": 4, "F.grid_sample": 4, "F.affine_grid": 3,
+    "F.lp_pool2d": 4, "F.pixel_shuffle": 4, "F.pixel_unshuffle": 4,
+    "F.local_response_norm": 4, "F.fold": 3, "F.unfold": 4, "F.affine_grid": 3,
     "torchvision.ops.deform_conv2d": 4,
 }
 #: batch-first at any rank ≥ 2 (the channel axis 1 must be ncnn's outermost)
 BATCH_FIRST_ANY = ("nn.BatchNorm1d", "nn.BatchNorm2d", "nn.BatchNorm3d", "F.batch_norm", "nn.InstanceNorm1d",
                    "nn.InstanceNorm2d", "nn.InstanceNorm3d", "F.instance_norm", "nn.GroupNorm", "F.group_norm",
-                   "nn.PReLU", "F.prelu", "F.interpolate", "F.upsample", "nn.Upsample")
+                   "nn.PReLU", "F.prelu", "F.interpolate", "F.upsample", "nn.Upsample", "nn.ChannelShuffle")
 
 
 def _batch_first(op, rank: int | None):
@@ -429,6 +429,49 @@ def _batch_first(op, rank: int | None):
 for _t, _r in BATCH_FIRST.items():
     layout_rule(_t)(lambda op, _r=_r: _batch_first(op, _r))
 layout_rule(*BATCH_FIRST_ANY)(lambda op: _batch_first(op, None))
+
+
+@layout_rule("F.grid_sample")
+def _grid_sample(op):
+    """Input (N, C, H, W) and grid (N, H', W', 2) sample by sample: both batch-first."""
+    x, g = _shape(op.inputs[0]), _shape(op.inputs[1]) if len(op.inputs) > 1 else None
+    if x is None or g is None or len(x) not in (4, 5) or len(g) != len(x):
+        return OpLayout()
+    return OpLayout([Link(0, 0, 0, 0), Link(1, 0, 0, 0)], required={0: 0, 1: 0}, required_out={0: 0})
+
+
+@layout_rule("torch.stft", "torch.istft")
+def _spectral(op):
+    """ncnn's Spectrogram / InverseSpectrogram take one signal / spectrum: a batch of them
+    (a 2-D signal, a 2-D output signal) is batch-first."""
+    x, y = _shape(op.inputs[0]), _shape(op.outputs[0])
+    signal = x if op.type == "torch.stft" else y
+    if signal is None or len(signal) != 2:
+        return OpLayout()
+    return OpLayout([Link(0, 0, 0, 0)], required={0: 0}, required_out={0: 0})
+
+
+@layout_rule("torch.view_as_real", "torch.view_as_complex")
+def _complex_view(op):
+    """A complex tensor and its real layout (a trailing axis of 2): the leading dims are the same."""
+    x, y = _shape(op.inputs[0]), _shape(op.outputs[0])
+    if x is None or y is None:
+        return None
+    return OpLayout([Link(0, d, 0, d) for d in range(min(len(x), len(y))) if same_dim(x[d], y[d])])
+
+
+@layout_rule("torch.diagonal")
+def _diagonal(op):
+    """The diagonal of two dims; the other dims come first in the output, in order."""
+    rank = _rank(op.inputs[0])
+    if rank is None:
+        return None
+    diag = {_norm(int(op.params.get(k, d)), rank) for k, d in (("dim1", 0), ("dim2", 1))}
+    rest = [d for d in range(rank) if d not in diag]
+    links = [Link(0, d, 0, b) for b, d in enumerate(rest)]
+    if len(rest) == 1 and rank == 3:  # ncnn's Diag takes a 2-D blob: the third dim is the batch
+        return OpLayout(links, required={0: rest[0]}, required_out={0: 0})
+    return OpLayout(links)
 
 
 @layout_rule("nn.Embedding", "F.embedding")

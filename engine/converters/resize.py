@@ -27,7 +27,7 @@ from __future__ import annotations
 from ..convert.registry import aten_converter, ncnn_rule
 from ..convert.shapes import ncnn_shape
 from ..ncnn.enums import InterpResizeType, PixelShuffleMode
-from .shape import intermediate, is_static, ncnn_list_expression, reshape_to
+from .shape import intermediate, is_static, ncnn_list_expression, reshape_to, size_term
 
 _MODE = {"nearest": InterpResizeType.NEAREST, "bilinear": InterpResizeType.BILINEAR,
          "linear": InterpResizeType.BILINEAR, "bicubic": InterpResizeType.BICUBIC,
@@ -58,7 +58,16 @@ def _interpolate(mode: str, n: int):
         if mode != "nearest":
             params["align_corners"] = bool(op.params.get("align_corners"))
         params["recompute_scale_factor"] = None
-        return ctx.emit("F.interpolate", [x], params=params)
+        refs = [x]
+        if scale is None and not all(isinstance(s, int) for s in params["size"]):
+            terms = [str(s) if isinstance(s, int) else (None if op.named_input(f"output_size.{i}") is None else
+                                                        size_term(ctx, op.named_input(f"output_size.{i}"), refs))
+                     for i, s in enumerate(size)]
+            if all(t is not None for t in terms) and len(refs) <= 10:
+                params["size_expr"] = f"[{','.join(terms)}]"
+            else:
+                refs = [x]
+        return ctx.emit("F.interpolate", refs, params=params)
 
     return convert
 

@@ -404,7 +404,7 @@ def _slice_to_size(ctx, op):
     refs, params = [x], {"dim": op.params["dim"], "start": 0, "end": INT64_MAX, "step": 1}
     for key in ("start", "end"):
         if _runtime_bound(op, key):
-            term = _size_term(ctx, op.named_input(key), refs)
+            term = size_term(ctx, op.named_input(key), refs)
             if term is None:
                 ctx.unsupported(f"{key} is computed at run time ({op.params[key][1:]}) from something other than sizes")
             params[f"{key}_expr"] = term

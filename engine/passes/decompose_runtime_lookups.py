@@ -21,7 +21,8 @@ ncnn gathers only int32 token ids from a model input (``Embed``) and constant in
   ``sum(first * arange(N))``, exact like PyTorch's first-occurrence rule.
 
 Only static shapes are rewritten; a lookup with a dynamic size stays and is refused by its
-converter with the reason.
+converter with the reason. A lookup that a dedicated converter (above the generic ``LOW``
+priority: im2col's window gather, a reflection pad's index) accepts as it is stays too.
 """
 from __future__ import annotations
 
@@ -360,10 +361,23 @@ REWRITES = {
 
 
 @graph_pass("decompose_runtime_lookups", "turn computed-index lookups and argmax into exact one-hot arithmetic")
+def _claimed(op: Operator, ctx) -> bool:
+    """Whether a converter above the generic priority accepts ``op`` as it is."""
+    from ..convert.registry import ATEN, Priority
+
+    conv, _ = ATEN.select(op, ctx)
+    return conv is not None and conv.priority > Priority.LOW
+
+
 def run(graph: Graph, cx) -> None:
+    from ..convert.context import ConversionContext
+
+    ctx = ConversionContext(graph, options=cx.options, diagnostics=[], stage="decompose_runtime_lookups")
     for op in list(graph.ops):
         fn = REWRITES.get(op.type)
         if fn is None or "target" not in op.meta or len(op.outputs) != 1 or not op.outputs[0].consumers:
+            continue
+        if _claimed(op, ctx):
             continue
         r = _Rewriter(graph, op)
         new = fn(r)

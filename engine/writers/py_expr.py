@@ -23,7 +23,9 @@ from .py_source import literal
 _INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floor_divide": "//", "remainder": "%", "pow": "**"}
 #: binary functions whose torch form needs tensors (not Python numbers) as arguments
 _TENSOR_ARGS = {"maximum": "torch.maximum", "minimum": "torch.minimum", "max": "torch.maximum",
-                "min": "torch.minimum", "atan2": "torch.atan2", "logaddexp": "torch.logaddexp"}
+                "min": "torch.minimum", "atan2": "torch.atan2", "logaddexp": "torch.logaddexp",
+                "logical_and": "torch.logical_and", "logical_or": "torch.logical_or",
+                "logical_xor": "torch.logical_xor"}
 #: the same functions of Python numbers (SymInts)
 _SYM_ARGS = {"maximum": "torch.sym_max", "minimum": "torch.sym_min", "max": "torch.sym_max", "min": "torch.sym_min"}
 

@@ -140,7 +140,13 @@ def test_status_mentions_the_conversion_warnings(window, tmp_path):
     torch = pytest.importorskip("torch")
     from tests.gui import studio_models as models
 
-    path = models.export(models.SmallConvNet(), (torch.randn(2, 3, 16, 16),), tmp_path / "batch2.pt2")
+    class Soft(torch.nn.Module):  # ncnn's Softplus has no threshold: converted with a warning
+        def forward(self, x):
+            return torch.nn.functional.softplus(self.net(x), threshold=12)
+
+    soft = Soft()
+    soft.net = models.SmallConvNet()
+    path = models.export(soft, (torch.randn(1, 3, 16, 16),), tmp_path / "softplus.pt2")
     open_model(window, path)
     warnings = [d for d in window.doc.conversion.result.diagnostics if d.severity == "warning"]
     assert warnings and window.doc.conversion.result.ok

@@ -139,7 +139,7 @@ def test_pow_square_is_unaryop(tmp_path, dialect):
 def test_integer_powers_of_negative_numbers(tmp_path, dialect, exponent):
     """ncnn's POW is exp(b * log(a)), NaN for a negative a: integer powers are products."""
     r = check_module(Fn(lambda x: x.pow(exponent)), [torch.tensor([[-2.0, -0.5, 0.5, 3.0, -1.25]])], tmp_path,
-                     dialect=dialect, batched=[False], tol=1e-6)
+                     dialect=dialect, tol=1e-6)
     assert not any(op.type == "BinaryOp" and op.params.get(0) == 6 for op in r.result.ncnn.ops)
 
 

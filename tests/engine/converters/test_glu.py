@@ -26,9 +26,9 @@ def test_hand_written_glu(tmp_path, dialect):
     assert [op.type for op in c.result.ncnn.ops] == ["Input", "GLU"]
 
 
-def test_glu_along_the_batch_axis_is_refused(tmp_path):
-    from engine.convert import ConvertOptions, convert
-    from tests.harness import export_pt2
-
-    result = convert(str(export_pt2(nn.GLU(0), [torch.randn(2, 3, 4)], tmp_path / "m.pt2")), ConvertOptions())
-    assert not result.ok and any("batch axis" in d.reason for d in result.errors), result.errors
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_glu_along_a_leading_axis(tmp_path, dialect):
+    """GLU over dim 0 (extent 2): that axis cannot be the batch, so the tensor keeps every dim
+    and ncnn's GLU halves its outermost axis."""
+    c = check_module(nn.GLU(0), [torch.randn(2, 3, 4)], tmp_path, dialect=dialect, batched=[False])
+    assert "GLU" in [op.type for op in c.result.ncnn.ops]

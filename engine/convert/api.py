@@ -115,6 +115,7 @@ class ConversionResult:
             "ok": self.ok,
             "layers": self.layer_count,
             "inputs": list(self.ncnn.meta.get("inputs", [])),
+            "outputs": list(self.ncnn.meta.get("outputs", [])),
             "diagnostics": [{k: d.to_dict()[k] for k in ("node", "op", "reason", "module", "source", "severity")}
                             for d in self.diagnostics],
             "passes": [r.summary() for r in self.records[1:]],

@@ -362,9 +362,12 @@ REWRITES = {
 
 @graph_pass("decompose_runtime_lookups", "turn computed-index lookups and argmax into exact one-hot arithmetic")
 def _claimed(op: Operator, ctx) -> bool:
-    """Whether a converter above the generic priority accepts ``op`` as it is."""
+    """Whether a converter above the generic priority accepts ``op`` (an ``index.Tensor``: the
+    pattern converters of im2col, pads and nearest resizes) as it is."""
     from ..convert.registry import ATEN, Priority
 
+    if op.type != "aten.index.Tensor":
+        return False
     conv, _ = ATEN.select(op, ctx)
     return conv is not None and conv.priority > Priority.LOW
 

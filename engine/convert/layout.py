@@ -282,19 +282,28 @@ def _cat(op):
     return OpLayout(links)
 
 
+def _one_axis_more(big: Sequence[Dim], d: int, smalls: Sequence[Operand], big_is_output: bool) -> list[Link]:
+    """Links between tensors without axis ``d`` (``smalls``: the inputs of a stack, the outputs
+    of an unbind) and the tensor ``big`` that has it: axis ``a`` of a small one is axis
+    ``a + (a >= d)`` of the big one."""
+    links = []
+    for j, o in enumerate(smalls):
+        s = _shape(o)
+        if s is None or len(s) + 1 != len(big):
+            continue
+        for a in range(len(s)):
+            b = a + (a >= d)
+            if same_dim(s[a], big[b]):
+                links.append(Link(j, a, 0, b) if big_is_output else Link(0, b, j, a))
+    return links
+
+
 @layout_rule("torch.stack")
 def _stack(op):
     y = _shape(op.outputs[0])
     if y is None:
         return None
-    d = _norm(int(op.params.get("dim", 0)), len(y))
-    links = []
-    for i, x in enumerate(op.inputs):
-        s = _shape(x)
-        if s is None or len(s) + 1 != len(y):
-            continue
-        links += [Link(i, a, 0, a + (a >= d)) for a in range(len(s)) if same_dim(s[a], y[a + (a >= d)])]
-    return OpLayout(links)
+    return OpLayout(_one_axis_more(y, _norm(int(op.params.get("dim", 0)), len(y)), op.inputs, True))
 
 
 @layout_rule("torch.chunk", "torch.split", "torch.tensor_split")
@@ -311,14 +320,7 @@ def _unbind(op):
     x = _shape(op.inputs[0])
     if x is None:
         return None
-    d = _norm(int(op.params.get("dim", 0)), len(x))
-    links = []
-    for k, o in enumerate(op.outputs):
-        y = _shape(o)
-        if y is None:
-            continue
-        links += [Link(0, a, k, a - (a > d)) for a in range(len(x)) if a != d and same_dim(x[a], y[a - (a > d)])]
-    return OpLayout(links)
+    return OpLayout(_one_axis_more(x, _norm(int(op.params.get("dim", 0)), len(x)), op.outputs, False))
 
 
 @layout_rule("Tensor.repeat", "F.pad", "torch.tile")

@@ -1,13 +1,14 @@
 """Shapes and axes as ncnn sees them.
 
-ncnn has no batch axis: a Mat is (w, h, d, c) with at most 4 dims, and a model runs one sample.
-The ``infer_batch_axis`` pass marks every pnnx-level operand with the position of the model's
-batch axis: ``meta["batch_dim"]`` (an int, or None when the tensor has no batch axis — it was
-merged into another dim, reduced away, or never there) and, for the many rules written when
-only "dim 0 is the batch" was tracked, ``meta["batch"]`` (True exactly when ``batch_dim`` is 0).
+An ncnn Mat is (w, h, d, c) with at most 4 dims plus a batch count; every layer computes each
+sample of the batch alike. The ``infer_batch_axis`` pass (the per-value layout solver of
+:mod:`.layout`) marks every pnnx-level operand with the PyTorch dim that is that batch:
+``meta["batch_dim"]`` (an int, or None when every dim is in the blob) and, for the many rules
+written when only "dim 0 is the batch" was tracked, ``meta["batch"]`` (True exactly when
+``batch_dim`` is 0).
 
-The ncnn blob of an operand is the PyTorch tensor with its batch dim (of size 1 at run time)
-dropped; the data order is the same. Rules use :func:`ncnn_shape` (shape without the batch
+The ncnn blob of an operand is the PyTorch tensor with its batch dim dropped (carried as the
+Mat's batch count); the data order within a sample is the same. Rules use :func:`ncnn_shape` (shape without the batch
 dim, wherever it is) and :func:`ncnn_axis` (a torch dim as an ncnn axis, outermost first;
 refusing the batch dim). :func:`is_batched` keeps its old meaning (dim 0 is the batch); rules
 that handle a batch elsewhere use :func:`batch_dim`.

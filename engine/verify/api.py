@@ -183,7 +183,8 @@ class _Verifier:
 
     # ---------------------------------------------------------------- comparison
     def _input_feeds(self, graph: Graph, blobmap: BlobMap, values) -> dict[str, np.ndarray]:
-        """The model inputs, one sample each (ncnn has no batch axis)."""
+        """The model inputs, the first sample of each batch (verify compares one sample: a
+        blob is read back without its batch axis)."""
         feeds = {}
         for op in graph.ops:
             if op.type not in INPUT_TYPES:
@@ -198,8 +199,8 @@ class _Verifier:
                     b = 0  # user-given files of an unconverted program: the old default
                 if b is not None and b < v.ndim:
                     if v.shape[b] > 1:
-                        self.notes.append(f"PyTorch ran a batch of {v.shape[b]} (input {ref.value}); ncnn has "
-                                          f"no batch axis: compared on the first sample")
+                        self.notes.append(f"PyTorch ran a batch of {v.shape[b]} (input {ref.value}); verify "
+                                          f"compares the first sample")
                     v = np.take(v, 0, axis=b)
                 feeds[o.name] = v
         return feeds

@@ -152,5 +152,8 @@ def entry() -> None:
     os._exit(rc)
 
 
-if __name__ == "__main__":
-    entry()
+if __name__ == "__main__":  # python -m engine.cli.main: run the package's module, whose
+    # UsageError the commands raise (this file as __main__ would define a second class)
+    from engine.cli.main import entry as _entry
+
+    _entry()

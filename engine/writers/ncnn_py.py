@@ -87,13 +87,16 @@ def ncnn_python(ncnn_graph: Graph, pnnx_graph: Graph | None, *, param_path, bin_
     sig = signature_of(pnnx_graph if pnnx_graph is not None else ncnn_graph, program_signature)
     var = lambda o: sig.vars.get(id(o)) or sig.names(("value", id(o)), "v_" + o.name)  # noqa: E731
     blobs = {m["name"]: m["blob"] for m in ncnn_graph.meta.get("inputs", [])}
+    #: the Mat element type the conversion recorded per input blob (int32: token ids)
+    mat_dtypes = {m["blob"]: m.get("dtype") for m in ncnn_graph.meta.get("inputs", [])}
     symbols = SymbolCode([(o, var(o)) for o in sig.inputs], size="{var}.shape[{dim}]", minmax=("max", "min"))
     feeds = []
     for o in sig.inputs:
         blob = blobs.get(o.producer.name if o.producer is not None else o.name, blobs.get(o.name))
         if blob is not None and blob in ncnn_graph.operands:
             opd = ncnn_graph.operands[blob]
-            ints = ", np.int32" if reads_ints(opd) else ""
+            recorded = mat_dtypes.get(blob)
+            ints = ", np.int32" if recorded == "int32" or recorded is None and reads_ints(opd) else ""
             feeds.append(f"ex.input({blob!r}, to_mat({var(o)}, {_batch_index(opd)}{ints}))")
     outs = [m["blob"] for m in ncnn_graph.meta.get("outputs", [])]
     produced = [o for o in sig.outputs if o is not None]

@@ -20,20 +20,29 @@ ncnn gathers only int32 token ids from a model input (``Embed``) and constant in
   holding the extreme value: ``m = amax(x)``, ``e = eq(x, m)``, ``first = e * eq(cumsum(e), 1)``,
   ``sum(first * arange(N))``, exact like PyTorch's first-occurrence rule.
 
-Only static shapes are rewritten; a lookup with a dynamic size stays and is refused by its
-converter with the reason. A lookup that a dedicated converter (above the generic ``LOW``
-priority: im2col's window gather, a reflection pad's index) accepts as it is stays too.
+A dynamic size (``torch.export.Dim("seq", max=N)``) along the looked-up or argmax'd dim is
+rewritten the same way, with the positions ``arange(N)`` computed at the largest size and cut
+to the run-time one (``fold_dynamic_constants``' mechanism: an ncnn ``Crop`` measuring a model
+input), and the run-time size, where negative indices need it, summed from ``ones(N)`` cut the
+same way. The reshapes around a one-hot product take at most one dynamic dim each; a lookup
+that needs more, or whose size has no upper bound or is not a model input's, stays and is
+refused by its converter with the reason. So does an ``index.Tensor`` whose indices are all
+constants cut to a run-time size (the indexing converters' case). A lookup that a dedicated
+converter (above the generic ``LOW`` priority: im2col's window gather, a reflection pad's
+index) accepts as it is stays too.
 """
 from __future__ import annotations
 
 import logging
 import math
+from typing import Any
 
 import numpy as np
 
 from ..converters.shape import gather_runs
 from ..ir import Graph, Operand, Operator
 from ._aten import AtenEmitter
+from .fold_dynamic_constants import cut_constant_to, largest_size
 from .manager import graph_pass
 
 log = logging.getLogger(__name__)
@@ -54,8 +63,29 @@ def _static(*operands: Operand) -> bool:
     return all(o is not None and o.shape is not None and all(isinstance(d, int) for d in o.shape) for o in operands)
 
 
-def _broadcast(*shapes) -> list[int]:
-    return list(np.broadcast_shapes(*[tuple(s) for s in shapes]))
+def _broadcast(*shapes) -> list | None:
+    """The broadcast of shapes whose dims may be symbols (None when two differ)."""
+    rank = max(len(s) for s in shapes)
+    out = [1] * rank
+    for s in shapes:
+        for a, d in enumerate(s, rank - len(s)):
+            if d != 1 and out[a] not in (1, d):
+                return None
+            out[a] = d if d != 1 else out[a]
+    return out
+
+
+def _product(dims) -> Any:
+    """The number of elements of ``dims``: an int, or the one dynamic dim among 1s (else None)."""
+    dynamic = [d for d in dims if not isinstance(d, int)]
+    if not dynamic:
+        return math.prod(dims)
+    return dynamic[0] if len(dynamic) == 1 and all(d == 1 for d in dims if isinstance(d, int)) else None
+
+
+def _reshapable(*shapes) -> bool:
+    """Whether each shape has at most one dynamic dim (a ``view`` writes it as -1)."""
+    return all(s is not None and sum(not isinstance(d, int) for d in s) <= 1 for s in shapes)
 
 
 class _Rewriter:
@@ -63,34 +93,71 @@ class _Rewriter:
         self.graph, self.op = graph, op
         self.em = AtenEmitter(graph, op)
 
-    def view(self, x: Operand, shape: list[int]) -> Operand:
+    def view(self, x: Operand, shape: list) -> Operand:
         if list(x.shape) == list(shape):
             return x
-        return self.em.op("aten.view.default", {"self": x}, shape=shape, dtype=x.dtype, size=list(shape))
+        return self.em.op("aten.view.default", {"self": x}, shape=shape, dtype=x.dtype,
+                          size=[d if isinstance(d, int) else -1 for d in shape])
 
-    def one_hot(self, index: Operand, n: int) -> Operand:
+    def measurable(self, *dims) -> bool:
+        """Whether each dim is static or a model input's size with an upper bound."""
+        return all(largest_size(self.graph, d) is not None for d in dims)
+
+    def along(self, values: np.ndarray, n: Any, rank: int = 1, axis: int = 0, name: str = "positions") -> Operand:
+        """``values[:n]`` (``values`` of the largest ``n``) laid along ``axis`` of a rank-``rank``
+        tensor, 1 elsewhere: a constant, cut to the run-time ``n`` when it is dynamic."""
+        top = largest_size(self.graph, n)
+        shape = [n if a == axis else 1 for a in range(rank)]
+        large = values[:top].reshape([top if a == axis else 1 for a in range(rank)])
+        return cut_constant_to(self.graph, self.em, large, shape, name=f"{self.op.name}_{name}")
+
+    def positions(self, n: Any, rank: int = 1, axis: int = 0) -> Operand:
+        """``arange(n)`` along ``axis`` (see :meth:`along`)."""
+        return self.along(np.arange(largest_size(self.graph, n), dtype=np.int64), n, rank, axis)
+
+    def one_hot(self, index: Operand, n: Any) -> Operand:
         """``eq(unsqueeze(index, -1), arange(n))`` as float: shape ``index.shape + [n]``."""
         em = self.em
         col = em.op("aten.unsqueeze.default", {"self": index}, shape=list(index.shape) + [1], dtype=index.dtype,
                     dim=len(index.shape))
-        rng = em.constant(np.arange(n, dtype=np.int64), name=f"{self.op.name}_positions")
+        rng = self.positions(n)
         hit = em.op("aten.eq.Tensor", {"self": col, "other": rng}, shape=list(index.shape) + [n], dtype="bool")
         return em.op("aten._to_copy.default", {"self": hit}, shape=list(hit.shape), dtype="f32")
 
-    def wrapped(self, index: Operand, n: int) -> Operand:
-        """``index + n * (index < 0)`` (PyTorch's negative indices)."""
-        em = self.em
-        neg = em.op("aten.lt.Scalar", {"self": index}, shape=list(index.shape), dtype="bool", other=0)
-        shift = em.op("aten.mul.Tensor", {"self": neg}, shape=list(index.shape), dtype=index.dtype, other=n)
+    def wrapped(self, index: Operand, n: Any) -> Operand:
+        """``index + n * (index < 0)`` (PyTorch's negative indices); the index itself when it is
+        known not to be negative (an argmax). A dynamic ``n`` is summed from cut ones."""
+        if index.meta.get("nonnegative"):
+            return index
+        em, shape = self.em, list(index.shape)
+        neg = em.op("aten.lt.Scalar", {"self": index}, shape=shape, dtype="bool", other=0)
+        if isinstance(n, int):
+            shift = em.op("aten.mul.Tensor", {"self": neg}, shape=shape, dtype=index.dtype, other=n)
+        else:
+            rank = len(shape)
+            ones = self.along(np.ones(largest_size(self.graph, n), np.int64), n, max(rank, 1), max(rank, 1) - 1,
+                              name="ones")
+            size = em.op("aten.sum.dim_IntList", {"self": ones}, shape=[1] * rank, dtype="i64", dim=[-1],
+                         keepdim=rank > 0)
+            shift = em.op("aten.mul.Tensor", {"self": neg, "other": size}, shape=shape, dtype=index.dtype)
         return em.op("aten.add.Tensor", {"self": index, "other": shift}, shape=list(index.shape), dtype=index.dtype,
                      alpha=1)
 
-    def gather_rows(self, x: Operand, first: int, count: int, flat_index: Operand, index_shape: list[int]) -> Operand:
-        """``x`` with its dims ``first .. first+count-1`` (``N`` elements) replaced by the
-        elements at ``flat_index`` (of shape ``index_shape``), by a one-hot matmul."""
+    def can_gather_rows(self, x: Operand, first: int, count: int, index_shape: list) -> bool:
+        """Whether :meth:`gather_rows` can write its reshapes (and measure a dynamic ``N``)."""
         shape = list(x.shape)
         pre, mid, post = shape[:first], shape[first:first + count], shape[first + count:]
-        n, p, q, k = math.prod(mid), math.prod(pre), math.prod(post), math.prod(index_shape)
+        sizes = [_product(pre), _product(mid), _product(post), _product(index_shape)]
+        return None not in sizes and self.measurable(sizes[1]) and \
+            _reshapable(sizes[:3], [sizes[3], sizes[1]], pre + list(index_shape) + post)
+
+    def gather_rows(self, x: Operand, first: int, count: int, flat_index: Operand, index_shape: list) -> Operand:
+        """``x`` with its dims ``first .. first+count-1`` (``N`` elements) replaced by the
+        elements at ``flat_index`` (of shape ``index_shape``), by a one-hot matmul (check
+        :meth:`can_gather_rows` first)."""
+        shape = list(x.shape)
+        pre, mid, post = shape[:first], shape[first:first + count], shape[first + count:]
+        n, p, q, k = _product(mid), _product(pre), _product(post), _product(index_shape)
         dtype = x.dtype if x.dtype in ("f32", "f16", "bf16", "f64") else "f32"
         em = self.em
         data = self.view(x, [p, n, q])
@@ -198,25 +265,33 @@ def _index(r: _Rewriter) -> Operand | None:
     op = r.op
     x = op.inputs[0]
     found = _index_tensors(op)
-    if found and x.shape is not None and not _static(x, op.outputs[0], *[o for _, o in found]):
-        dims = [k for k, _ in found]
-        if dims == list(range(dims[0], dims[0] + len(dims))):
-            return _identity_index(r, x, dims, found)
-        return None
-    if not found or not _static(x, op.outputs[0], *[o for _, o in found]):
+    if not found or x.shape is None or op.outputs[0].shape is None or any(o.shape is None for _, o in found):
         return None
     dims = [k for k, _ in found]
     if dims != list(range(dims[0], dims[0] + len(dims))):
         return None  # non-adjacent advanced indices move the result dims to the front
+    static = _static(x, op.outputs[0], *[o for _, o in found])
+    if not static and (out := _identity_index(r, x, dims, found)) is not None:
+        return out
+    if not static and all(cut_constant(o) is not None for _, o in found):
+        return None  # constant positions cut to a run-time size: left to the indexing converters
     if any(o.dtype == "bool" for _, o in found):
         return None  # boolean masks select a data-dependent number of elements
     values = [_const(o) for _, o in found]
-    if all(v is not None for v in values):
+    if static and all(v is not None for v in values):
         return _constant_index(r, x, dims, values) if len(found) > 1 else None
     first, sizes = dims[0], [x.shape[k] for k in dims]
     index_shape = _broadcast(*[o.shape for _, o in found])
+    # a dim of size 1 adds nothing to the flat position; a dynamic one must lead the others
+    terms = [(t, size) for t, size in zip(found, sizes) if size != 1] or [(found[0], sizes[0])]
+    kept = [size for _, size in terms]
+    flat_shape = _broadcast(*[opd.shape for (_, opd), _ in terms])
+    if index_shape is None or flat_shape is None or any(not isinstance(n, int) for n in kept[1:]) or \
+            not r.can_gather_rows(x, first, len(dims), index_shape) or \
+            any(not isinstance(d, int) and d not in flat_shape for d in index_shape):
+        return None  # (an expand to a dynamic size is not written here)
     em, flat = r.em, None
-    for (k, opd), size, stride in zip(found, sizes, _strides(sizes)):
+    for ((k, opd), size), stride in zip(terms, _strides(kept)):
         term = r.wrapped(opd, size)
         if stride != 1:
             term = em.op("aten.mul.Tensor", {"self": term}, shape=list(term.shape), dtype=term.dtype, other=stride)
@@ -225,11 +300,12 @@ def _index(r: _Rewriter) -> Operand | None:
                          dtype=term.dtype, alpha=1)
         flat = term
     if list(flat.shape) != index_shape:
-        flat = em.op("aten.expand.default", {"self": flat}, shape=index_shape, dtype=flat.dtype, size=index_shape)
+        flat = em.op("aten.expand.default", {"self": flat}, shape=index_shape, dtype=flat.dtype,
+                     size=[d if isinstance(d, int) else -1 for d in index_shape])
     return r.gather_rows(x, first, len(dims), flat, index_shape)
 
 
-def _strides(sizes: list[int]) -> list[int]:
+def _strides(sizes: list) -> list[int]:
     return [math.prod(sizes[i + 1:]) for i in range(len(sizes))]
 
 
@@ -266,9 +342,11 @@ def _constant_index(r: _Rewriter, x: Operand, dims: list[int], values: list[np.n
 def _index_select(r: _Rewriter) -> Operand | None:
     op = r.op
     x, index = op.inputs[0], op.named_input("index")
-    if _const(index) is not None or not _static(x, index):
+    if _const(index) is not None or x.shape is None or index.shape is None:
         return None
     dim = op.params["dim"] % len(x.shape)
+    if not r.can_gather_rows(x, dim, 1, list(index.shape)):
+        return None
     return r.gather_rows(x, dim, 1, index, list(index.shape))
 
 
@@ -294,15 +372,14 @@ def _gather(r: _Rewriter) -> Operand | None:
     data = _const(x)
     if data is not None and not _static(index) and (np.take(data, [0], axis=dim) == data).all():
         return _uniform_gather(r, data, index, dim)
-    if not _static(x, index, op.outputs[0]):
-        return None
     if data is not None and (np.take(data, [0], axis=dim) == data).all():
         # the same value wherever along dim: the index does not matter
         sub = np.take(data, [0], axis=dim)
         value = np.broadcast_to(sub[tuple(slice(0, n) for n in index.shape[:dim] + [1] + index.shape[dim + 1:])],
                                 index.shape)
         return r.em.constant(np.ascontiguousarray(value), name=f"{op.name}_value")
-    if _const(index) is not None or any(a != b for d, (a, b) in enumerate(zip(x.shape, index.shape)) if d != dim):
+    if _const(index) is not None or any(a != b for d, (a, b) in enumerate(zip(x.shape, index.shape)) if d != dim) \
+            or not r.measurable(x.shape[dim]):
         return None
     em, n = r.em, x.shape[dim]
     hot = r.one_hot(index, n)  # (..., J, ..., N)
@@ -326,14 +403,18 @@ def _gather(r: _Rewriter) -> Operand | None:
 def _argmax(r: _Rewriter) -> Operand | None:
     op = r.op
     x = op.inputs[0]
-    if not _static(x, op.outputs[0]) or _const(x) is not None:
+    if x.shape is None or op.outputs[0].shape is None or _const(x) is not None:
         return None
     em, keep = r.em, bool(op.params.get("keepdim", False))
     dim = op.params.get("dim")
+    if dim is None and _product(x.shape) is None:
+        return None
     if dim is None:
-        x, dim = r.view(x, [math.prod(x.shape)]), 0
+        x, dim = r.view(x, [_product(x.shape)]), 0
     dim %= len(x.shape)
     n = x.shape[dim]
+    if not r.measurable(n):
+        return None
     reduced = list(x.shape)
     reduced[dim] = 1
     extreme = "aten.amax.default" if op.type == "aten.argmax.default" else "aten.amin.default"
@@ -342,12 +423,12 @@ def _argmax(r: _Rewriter) -> Operand | None:
     count = em.op("aten.cumsum.default", {"self": hit}, shape=list(x.shape), dtype="i64", dim=dim)
     once = em.op("aten.eq.Scalar", {"self": count}, shape=list(x.shape), dtype="bool", other=1)
     first = em.op("aten.logical_and.default", {"self": hit, "other": once}, shape=list(x.shape), dtype="bool")
-    pos_shape = [1] * len(x.shape)
-    pos_shape[dim] = n
-    pos = em.constant(np.arange(n, dtype=np.int64).reshape(pos_shape), name=f"{op.name}_positions")
+    pos = r.positions(n, len(x.shape), dim)
     where = em.op("aten.mul.Tensor", {"self": first, "other": pos}, shape=list(x.shape), dtype="i64")
     out_shape = list(op.outputs[0].shape)
-    return em.op("aten.sum.dim_IntList", {"self": where}, shape=out_shape, dtype="i64", dim=[dim], keepdim=keep)
+    out = em.op("aten.sum.dim_IntList", {"self": where}, shape=out_shape, dtype="i64", dim=[dim], keepdim=keep)
+    out.meta["nonnegative"] = True
+    return out
 
 
 REWRITES = {

@@ -74,6 +74,58 @@ def dim_value(d: Any, binding: dict[str, int]) -> int:
         raise ValueError(f"cannot evaluate size {d}: {e}") from None
 
 
+def largest_size(graph: Graph, d: Any) -> int | None:
+    """A dim's largest value: itself when static, a symbol's upper bound (None when unbounded or
+    not a plain symbol, which ncnn could not measure)."""
+    if isinstance(d, int):
+        return d
+    if not _SYMBOL.fullmatch(str(d)):
+        return None
+    top = graph.meta.get("symbols", {}).get(str(d), {}).get("max")
+    return int(top) if top is not None else None
+
+
+def size_operand(graph: Graph, symbol: str) -> Operand | None:
+    """An operand holding ``symbol``'s run-time value: a ``sym_size`` of the first model input
+    that has it as a dim (one per symbol, placed right after that input)."""
+    for op in graph.ops_of_type("aten.sym_size.int"):
+        if op.meta.get("measures") == symbol:
+            return op.outputs[0]
+    for inp in graph.ops_of_type("pnnx.Input"):
+        out = inp.outputs[0]
+        if out.shape and symbol in out.shape:
+            em = AtenEmitter(graph, inp, after=True)
+            opd = em.op("aten.sym_size.int", {"self": out}, shape=[], dtype="i64", name=f"{symbol}_size",
+                        dim=out.shape.index(symbol))
+            opd.meta["expr"] = symbol
+            opd.producer.meta["measures"] = symbol
+            opd.producer.provenance = Provenance((opd.producer.name,), ())
+            return opd
+    return None
+
+
+def cut_constant_to(graph: Graph, em: AtenEmitter, large: np.ndarray, shape: list, *, name: str,
+                    dtype: str | None = None) -> Operand | None:
+    """``large`` (a value at the largest sizes) as a constant sliced, along each dim of ``shape``
+    that is a symbol, to that symbol's run-time size (ncnn ``Crop`` measuring a model input);
+    None when a dynamic dim is not a model input's size."""
+    cuts = []
+    for axis, d in enumerate(shape):
+        if isinstance(d, int):
+            continue
+        if not _SYMBOL.fullmatch(str(d)) or size_operand(graph, str(d)) is None:
+            return None
+        cuts.append((axis, str(d)))
+    cur = em.constant(np.ascontiguousarray(large), name=name)
+    cut_shape = list(large.shape)
+    for axis, sym in cuts:
+        cut_shape[axis] = sym
+        size = size_operand(graph, sym)
+        cur = em.op("aten.slice.Tensor", [("self", cur), ("end", size)], shape=list(cut_shape),
+                    dtype=dtype or cur.dtype, name=f"{name}_cut", dim=axis, start=0, end=f"%{size.name}", step=1)
+    return cur
+
+
 class _Shapes:
     """Which operands are shape values, and the sizes they take."""
 
@@ -150,7 +202,6 @@ class _Folding:
         self.shapes = _Shapes(graph)
         self.eval = _Evaluator(graph, budget)
         self.budget = budget
-        self.sizes: dict[str, Operand] = {}  # symbol → an operand holding its run-time value
         self.folded = 0
 
     # -------------------------------------------------------------- which values
@@ -243,42 +294,18 @@ class _Folding:
                "torch.export.Dim(..., max=...) so it can be computed at the largest size)",
             severity="warning", stage="fold_dynamic_constants"))
 
-    def size_operand(self, symbol: str) -> Operand | None:
-        """An operand holding ``symbol``'s run-time value (a ``sym_size`` of a model input)."""
-        if symbol in self.sizes:
-            return self.sizes[symbol]
-        for inp in self.graph.ops_of_type("pnnx.Input"):
-            out = inp.outputs[0]
-            if out.shape and symbol in out.shape:
-                em = AtenEmitter(self.graph, inp, after=True)
-                opd = em.op("aten.sym_size.int", {"self": out}, shape=[], dtype="i64", name=f"{symbol}_size",
-                            dim=out.shape.index(symbol))
-                opd.meta["expr"] = symbol
-                opd.producer.provenance = Provenance((opd.producer.name,), ())
-                self.sizes[symbol] = opd
-                return opd
-        return None
-
     def _replace(self, v: Operand, large: np.ndarray) -> bool:
-        cuts = []
-        for axis, d in enumerate(v.shape):
-            if isinstance(d, int):
-                continue
-            if not _SYMBOL.fullmatch(str(d)) or self.size_operand(str(d)) is None:
-                return False  # only a dim that is a model input's size can be measured by ncnn
-            cuts.append((axis, str(d)))
         first = min(v.consumers, key=self.graph.ops.index)
         em = AtenEmitter(self.graph, first)
         em.base = f"{v.name}_largest"
-        cur = em.constant(np.ascontiguousarray(large), name=f"{v.name}_largest")
-        cur.producer.provenance = self._provenance(v)
-        cur.producer.meta["folded_from"] = v.producer.type if v.producer is not None else ""
-        shape = list(large.shape)
-        for axis, sym in cuts:
-            shape[axis] = sym
-            size = self.sizes[sym]
-            cur = em.op("aten.slice.Tensor", [("self", cur), ("end", size)], shape=list(shape), dtype=v.dtype,
-                        name=f"{v.name}_cut", dim=axis, start=0, end=f"%{size.name}", step=1)
+        cur = cut_constant_to(self.graph, em, large, v.shape, name=f"{v.name}_largest", dtype=v.dtype)
+        if cur is None:
+            return False  # only a dim that is a model input's size can be measured by ncnn
+        const = cur
+        while const.producer.type != "pnnx.Attribute":
+            const = const.producer.inputs[0]
+        const.producer.provenance = self._provenance(v)
+        const.producer.meta["folded_from"] = v.producer.type if v.producer is not None else ""
         self.graph.replace_all_uses(v, cur)
         self.graph.prune([v])
         self.folded += 1

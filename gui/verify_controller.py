@@ -187,7 +187,8 @@ class VerifyController(QObject):
         r = run.result
         first = run.first_divergent
         if first is None:
-            verdict = "every output within tolerance" if r.ok else "outputs beyond tolerance, no single layer to blame"
+            verdict = ("no divergent layer; outputs drift with the fp16 weights" if r.fp16_drift else
+                       "every output within tolerance" if r.ok else "outputs beyond tolerance, no single layer to blame")
             win.status(f"Verified {len(r.layers)} layers in {r.seconds:.1f} s: {verdict}")
             return
         win.status(f"Verified {len(r.layers)} layers: first divergent layer {first.layer} ({first.type})"

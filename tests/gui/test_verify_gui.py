@@ -306,3 +306,26 @@ def test_headline_and_cli_agree_when_the_model_masks_a_wrong_layer(window, tmp_p
     assert "first divergent layer conv2d (Convolution)" in window.status_label.text()
     summary = window.verify_panel.summary.text()
     assert "First divergent layer" in summary and "conv2d" in summary and "Every output within" not in summary
+
+
+def test_fp16_drift_is_no_divergent_layer_in_cli_and_studio(window, tmp_path, capsys):
+    """fp16 weights in a deep network: every layer is right by itself but the rounding adds up
+    past the output tolerance. Verify says so and exits 0 (CLI) / shows ✓ (Studio) — it is not a
+    conversion error — and the same model with fp32 weights passes outright."""
+    from engine.cli.main import main
+    from tests.engine.verify.models import DeepTanh
+
+    pt2 = export(DeepTanh(), [torch.randn(1, 64)], tmp_path / "deep.pt2")
+    assert main(["verify", str(pt2)]) == 0
+    out = capsys.readouterr().out
+    assert "no divergent layer" in out and "fp16 rounding of the weights adds up" in out
+    assert main(["verify", str(pt2), "--fp16", "0"]) == 0
+    assert "every compared layer is within tolerance" in capsys.readouterr().out
+    open_model(window, pt2)
+    _run_verify(window)
+    r = window.verifier.run.result
+    assert r.fp16 and not r.outputs_ok and r.fp16_drift and r.ok and r.first_divergent is None
+    assert "outputs drift with the fp16 weights" in window.status_label.text()
+    summary = window.verify_panel.summary.text()
+    assert "No divergent layer" in summary and "fp16 rounding" in summary and "Outputs beyond" not in summary
+

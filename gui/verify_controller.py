@@ -187,7 +187,7 @@ class VerifyController(QObject):
         r = run.result
         first = run.first_divergent
         if first is None:
-            verdict = ("no divergent layer; outputs drift with the fp16 weights" if r.fp16_drift else
+            verdict = ("no divergent layer; outputs drift as rounding adds up" if r.drift else
                        "every output within tolerance" if r.ok else "outputs beyond tolerance, no single layer to blame")
             win.status(f"Verified {len(r.layers)} layers in {r.seconds:.1f} s: {verdict}")
             return

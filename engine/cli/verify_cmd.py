@@ -101,11 +101,12 @@ def format_text(model: str, result, show_all: bool = False) -> str:
         if result.outputs_ok:
             lines.append("  the model's outputs are still within tolerance: its error is masked downstream "
                          "(on other inputs it may not be)")
-    elif result.fp16_drift:
+    elif result.drift:
         fb = result.first_beyond_tolerance
-        lines.append("no divergent layer: every layer is right by itself; the outputs drift beyond tolerance as the "
-                     "fp16 rounding of the weights adds up" + (f" (from layer {fb.layer})" if fb else "") +
-                     " — convert with --fp16 0 for fp32 weights")
+        what = "fp16 rounding of the weights" if result.fp16 else "float rounding (summation order)"
+        lines.append(f"no divergent layer: every layer is right by itself; the outputs drift beyond tolerance as the "
+                     f"{what} adds up over the layers" + (f" (from layer {fb.layer})" if fb else "") +
+                     (" — convert with --fp16 0 for fp32 weights" if result.fp16 else ""))
     elif result.first_beyond_tolerance is not None:
         fb = result.first_beyond_tolerance
         lines.append(f"no layer diverges by itself; errors accumulate beyond tolerance from layer {fb.layer} "

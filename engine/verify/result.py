@@ -124,6 +124,12 @@ class OutputRecord:
         return d
 
 
+#: outputs beyond tolerance with no layer wrong by itself pass as rounding drift up to this many
+#: times the tolerance (deep networks: RegNet-X 32GF with fp16 weights drifts 2.5e-2, Inception-v3
+#: with fp32 weights 1.9e-4); beyond it the verification fails with no single layer to blame
+DRIFT_FACTOR = 10.0
+
+
 @dataclass
 class VerifyResult:
     """Everything one verification found. ``graph`` is the ncnn graph that was run (from the
@@ -151,20 +157,24 @@ class VerifyResult:
         return bool(self.outputs) and all(o.ok for o in self.outputs)
 
     @property
-    def fp16_drift(self) -> bool:
-        """fp16 weights, no layer wrong by itself, yet outputs beyond tolerance: the rounding of
-        the weights to fp16 adds up over many layers (a deep network) — not a conversion error
-        (with fp32 weights the same model is checked to ~1e-4)."""
-        return (self.fp16 and bool(self.outputs) and not self.outputs_ok and self.first_divergent is None
-                and any(r.own is not None for r in self.layers))
+    def drift(self) -> bool:
+        """No layer wrong by itself, yet outputs beyond tolerance — but within
+        :data:`DRIFT_FACTOR` × tolerance: rounding adding up over many layers (fp16 weights, or
+        fp32 summation order in a deep network), not a conversion error. A layer computing
+        something else is wrong by itself (blamed), whatever the depth."""
+        if not self.outputs or self.outputs_ok or self.first_divergent is not None \
+                or not any(r.own is not None for r in self.layers):
+            return False
+        return all(o.ok or (o.error is not None and o.error.within(self.atol * DRIFT_FACTOR, self.rtol * DRIFT_FACTOR))
+                   for o in self.outputs)
 
     @property
     def ok(self) -> bool:
         """The verdict (``pt2ncnn verify`` exits 0 exactly then): every model output within
-        tolerance — or, with fp16 weights, beyond it only by the rounding of the weights adding
-        up (:attr:`fp16_drift`) — and no layer wrong by itself: a layer blamed while the outputs
+        tolerance — or beyond it only by rounding adding up over the layers (:attr:`drift`) —
+        and no layer wrong by itself: a layer blamed while the outputs
         still pass (its error masked downstream) is still a wrong conversion."""
-        return (self.outputs_ok or self.fp16_drift) and self.first_divergent is None
+        return (self.outputs_ok or self.drift) and self.first_divergent is None
 
     @property
     def first_divergent(self) -> LayerRecord | None:
@@ -192,7 +202,7 @@ class VerifyResult:
         return {
             "ok": self.ok,
             "outputs_ok": self.outputs_ok,
-            "fp16_drift": self.fp16_drift,
+            "drift": self.drift,
             "atol": self.atol,
             "rtol": self.rtol,
             "fp16": self.fp16,

@@ -49,12 +49,12 @@ def summary_html(run: VerifyRun, muted: str = "#6e7781") -> str:
                 f"{_e(first.layer)}</a></b> ({_e(first.type)}{' · ' + where if where else ''}) — wrong by itself "
                 f"(max rel error alone {err}); ATen {_e(', '.join(first.aten_nodes))}")
         tail = f"{inherited} later layer{'s' if inherited != 1 else ''} inherit the error · {facts}"
-    elif r.fp16_drift:
+    elif r.drift:
         worst = r.first_beyond_tolerance
         link = f" from <a href='layer:{_e(worst.layer)}'>{_e(worst.layer)}</a>" if worst else ""
         head = (f"<b style='color:{OK_COLOUR}'>✓ No divergent layer</b>: every layer is right by itself; the outputs "
-                f"drift beyond tolerance as the fp16 rounding of the weights adds up{link} (fp32 weights: "
-                f"convert with fp16 off)")
+                f"drift beyond tolerance as the {'fp16 rounding of the weights' if r.fp16 else 'float rounding'} adds "
+                f"up{link}" + (" (fp32 weights: convert with fp16 off)" if r.fp16 else ""))
         tail = facts
     elif not r.ok:
         worst = r.first_beyond_tolerance

@@ -99,7 +99,9 @@ def test_inference():
         with net.create_extractor() as ex:
             for spec, x in zip(LAYOUT["inputs"], inputs):
                 b = spec["batch_dim"]
-                a = np.ascontiguousarray(x.detach().numpy().astype(np.float32))
+                # token ids stay int32 (ncnn's Embed reads them so), anything else is float32
+                dtype = np.int32 if spec.get("dtype") == "int32" else np.float32
+                a = np.ascontiguousarray(x.detach().numpy().astype(dtype))
                 if a.ndim == 0:
                     a = a.reshape(1)
                 ex.input(spec["blob"], ncnn.Mat(a, batch_index=233 if b is None else b).clone())

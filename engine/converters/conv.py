@@ -27,7 +27,10 @@ pnnx → ncnn (as pnnx's ``pass_ncnn/nn_Conv2d.cpp`` and friends):
   DeconvolutionDepthWise3D is right);
 * ``F.conv2d`` / ``F.conv1d`` (weight computed in the graph) → ``Convolution`` /
   ``Convolution1D`` / depthwise forms with ``dynamic_weight=1`` and the weight (and bias) as
-  extra input blobs.
+  extra input blobs; ``F.conv_transpose2d`` / ``1d`` likewise → ``Deconvolution`` /
+  ``Deconvolution1D`` / depthwise forms, which take PyTorch's ``(in, out/groups, k...)`` weight
+  blob as it is (grouped with several input channels per group: per-group layers on sliced
+  input, weight and bias blobs, as for constant weights).
 """
 from __future__ import annotations
 
@@ -38,7 +41,7 @@ import numpy as np
 
 from ..convert.context import Unsupported
 from ..convert.registry import aten_converter, ncnn_rule
-from ..convert.shapes import is_batched, ncnn_rank
+from ..convert.shapes import batch_dim, is_batched, ncnn_rank, set_batch_dim
 from ._args import int_tuple
 from ._weights import derived
 
@@ -83,14 +86,15 @@ def _lower_conv(ctx, op, transposed: bool):
     w_attr = ctx.attribute(w)
     b_attr = ctx.attribute(b) if b is not None else None
     if w_attr is None or (b is not None and b_attr is None):
-        if transposed:
-            ctx.unsupported("conv_transpose with a weight or bias computed in the graph")
         if nd == 3:
-            ctx.unsupported("conv3d with a weight or bias computed in the graph (ncnn's Convolution3D has no "
-                            "dynamic weight)")
+            ctx.unsupported(f"{'conv_transpose3d' if transposed else 'conv3d'} with a weight or bias computed in "
+                            "the graph (ncnn's 3-D convolutions have no dynamic weight)")
         inputs = [x, w] + ([b] if b is not None else [])
-        return ctx.emit(f"F.conv{nd}d", inputs, input_names=["input", "weight", "bias"][:len(inputs)],
-                        params={"stride": stride, "padding": padding, "dilation": dilation, "groups": groups})
+        params = {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups}
+        if transposed:
+            params["output_padding"] = _ints(op.params.get("output_padding", 0), nd, "output_padding")
+        return ctx.emit(f"F.conv_transpose{nd}d" if transposed else f"F.conv{nd}d", inputs,
+                        input_names=["input", "weight", "bias"][:len(inputs)], params=params)
     attrs = {"weight": w_attr}
     if b_attr is not None:
         attrs["bias"] = b_attr
@@ -287,4 +291,49 @@ def dynamic_conv_layer(ctx, op):
                      bias_term=int(bias), weight_data_size=math.prod(w.shape), dynamic_weight=1,
                      group=groups if groups != 1 else None,
                      **_geometry(nd, kernel, stride, dilation, _explicit_pads(op, nd, kernel, dilation)))
+
+
+@ncnn_rule("F.conv_transpose1d", "F.conv_transpose2d", validator=_check_dynamic)
+def dynamic_deconv_layer(ctx, op):
+    nd = _nd(op)
+    p = op.params
+    x, w = op.inputs[0], op.inputs[1]
+    bias = op.inputs[2] if len(op.inputs) > 2 else None
+    kernel = tuple(w.shape[2:])
+    stride, dilation, padding, output_padding = (
+        _ints(p[k], nd, k) for k in ("stride", "dilation", "padding", "output_padding"))
+    groups = int(p.get("groups", 1))
+    geometry = _geometry(nd, kernel, stride, dilation, [(q, q) for q in padding])
+    geometry.update(zip(("output_pad_bottom", "output_pad_right")[-nd:], output_padding))
+    in_c, out_g = int(w.shape[0]), int(w.shape[1])
+    in_g = in_c // groups
+    if groups == 1 or in_g == 1:
+        inputs = [x, w] + ([bias] if bias is not None else [])
+        return ctx.layer(_layer_type("Deconvolution", nd, groups), inputs, num_output=out_g * groups,
+                         bias_term=int(bias is not None), weight_data_size=math.prod(w.shape), dynamic_weight=1,
+                         group=groups if groups != 1 else None, **geometry)
+    # grouped with several input channels per group: one Deconvolution per group (see
+    # _grouped_deconv), on slices of the input, the weight and the bias blobs
+    base = ctx.name
+    pieces = {"x": (x, in_g), "w": (w, in_g)} | ({"b": (bias, out_g)} if bias is not None else {})
+    sliced = {}
+    for key, (opd, n) in pieces.items():
+        parts = ctx.layer("Slice", [opd], outputs=groups, name=f"{base}_slice_{key}", slices=[n] * groups, axis=0)
+        for part in parts:
+            c = 1 if key == "x" and batch_dim(x) == 0 else 0  # the channel dim: ncnn's outermost axis
+            part.shape = [*opd.shape[:c], n, *opd.shape[c + 1:]]
+            set_batch_dim(part, 0 if c else None)
+        sliced[key] = parts
+    outs = []
+    for g in range(groups):
+        inputs = [sliced["x"][g], sliced["w"][g]] + ([sliced["b"][g]] if bias is not None else [])
+        y = ctx.layer(_layer_type("Deconvolution", nd, 1), inputs, name=f"{base}_g{g}", num_output=out_g,
+                      bias_term=int(bias is not None), weight_data_size=in_g * out_g * math.prod(kernel),
+                      dynamic_weight=1, **geometry)
+        out = op.outputs[0]
+        c = 1 if batch_dim(x) == 0 else 0
+        y.shape = [*out.shape[:c], out_g, *out.shape[c + 1:]]
+        set_batch_dim(y, 0 if c else None)
+        outs.append(y)
+    return ctx.layer("Concat", outs, axis=0)
 

@@ -115,6 +115,27 @@ def _dynamic_causal(ctx, op, q: Operand, k: Operand) -> Operand:
     return cur
 
 
+def _broadcast_batch_dims(ctx, q: Operand, k: Operand, v: Operand) -> tuple[Operand, Operand, Operand]:
+    """q, k and v with their leading (batch) dims broadcast together as PyTorch does — a 3-D key
+    for a 4-D query, a single batch for two — so ncnn's SDPA sees one set of heads. Grouped
+    key/value heads (fewer than the query's, ``enable_gqa``) do not broadcast and stay as they are."""
+    leads = [list(t.shape[:-2]) for t in (q, k, v)]
+    if all(lead == leads[0] for lead in leads) or not all(isinstance(d, int) for lead in leads for d in lead):
+        return q, k, v
+    try:
+        common = list(np.broadcast_shapes(*[tuple(lead) for lead in leads]))
+    except ValueError:  # grouped heads: the converter's GQA path
+        return q, k, v
+    out = []
+    for t, lead in zip((q, k, v), leads):
+        if lead != common:
+            shape = common + list(t.shape[-2:])
+            t = ctx.emit("Tensor.expand", [t], params={"sizes": shape}, shape=shape, dtype=t.dtype,
+                         name=f"{_base(ctx.current)}_{t.name}_expand")
+        out.append(t)
+    return tuple(out)
+
+
 @aten_converter(*SDPA_OPS)
 def scaled_dot_product_attention(ctx, op):
     q, k, v = op.inputs[:3]
@@ -127,6 +148,7 @@ def scaled_dot_product_attention(ctx, op):
     scale = op.params.get("scale")
     if scale is not None and not isinstance(scale, Number):
         ctx.unsupported(f"scale={scale!r} is not a constant number")
+    q, k, v = _broadcast_batch_dims(ctx, q, k, v)
     mask = _mask_operand(ctx, op, q, k)
     inputs = [q, k, v] + ([mask] if mask is not None else [])
     out = ctx.emit("F.scaled_dot_product_attention", inputs,

@@ -187,3 +187,24 @@ def test_multihead_attention_causal_and_padding(tmp_path, dialect):
     pad[0, 7:] = -1e4
     c = check_module(MhaMasked(causal=True).eval(), [torch.randn(1, 9, 32), pad], tmp_path, dialect=dialect)
     assert _types(c).count("MultiHeadAttention") == 1
+
+
+MIXED_RANKS = {
+    # a 3-D key / value for a 4-D query (and a 2-D mask): PyTorch broadcasts the batch dims
+    "key_without_batch": ([(2, 4, 16, 8), (4, 7, 8), (4, 7, 9)], True),
+    # a 3-D query for 4-D key / value: the output takes the broadcast batch
+    "query_without_batch": ([(4, 16, 8), (2, 4, 7, 8), (2, 4, 7, 9)], False),
+    # one batch of keys for two of queries
+    "single_key_batch": ([(2, 3, 5, 8), (1, 3, 6, 8), (1, 3, 6, 8)], False),
+}
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("case", sorted(MIXED_RANKS))
+def test_sdpa_with_broadcast_batch_dims(tmp_path, dialect, case):
+    shapes, masked = MIXED_RANKS[case]
+    torch.manual_seed(0)
+    inputs = [torch.rand(*s) for s in shapes] + ([torch.rand(shapes[0][-2], shapes[1][-2])] if masked else [])
+    c = check_module(Fn(lambda q, k, v, *m: F.scaled_dot_product_attention(q, k, v, attn_mask=m[0] if m else None)),
+                     inputs, tmp_path, dialect=dialect)
+    assert "SDPA" in [op.type for op in c.result.ncnn.ops]

@@ -944,12 +944,29 @@ def _tile(ctx, x: Operand, out: Operand, repeats: Sequence) -> Operand:
     return ctx.layer("Tile", [y], repeats=list(repeats))
 
 
+def _expand_into_batch(ctx, x: Operand, out: Operand, padded: list) -> Operand:
+    """A 1 expanded to a static batch of N: the copies made for real — ``x`` as one unbatched
+    tensor (it is one sample), tiled to ``out``'s whole shape, then that dim moved into the
+    batch by one ``Reshape`` (13=): a one-sample blob standing for N would break every reader
+    that is not a broadcasting BinaryOp (a batch moved into the dims, a reduction)."""
+    if len(out.shape) > 4:
+        ctx.unsupported(f"expand of {x.name} {x.shape} to a batch of {out.shape} (more than 4 other dims)")
+    one = x if batch_dim(x) is None else reshape_to(ctx, x, list(x.shape), name=f"{ctx.name}_one")
+    y = reshape_to(ctx, one, padded, name=f"{ctx.name}_padded")
+    repeats = [b if a != b else 1 for a, b in zip(padded, out.shape)]
+    tiled = intermediate(ctx.layer("Tile", [y], name=f"{ctx.name}_tile", repeats=repeats), list(out.shape))
+    return batch_reshape(ctx, tiled, out)
+
+
 @ncnn_rule("Tensor.expand")
 def expand_ncnn(ctx, op):
     x, out = op.inputs[0], op.outputs[0]
     if x.shape is None or out.shape is None or len(out.shape) < len(x.shape):
         ctx.unsupported(f"expand of {x.name} {x.shape} to {out.shape}")
     padded = [1] * (len(out.shape) - len(x.shape)) + list(x.shape)
+    bo = batch_dim(out)
+    if bo is not None and padded[bo] == 1 and is_static(out.shape) and out.shape[bo] > 1:
+        return _expand_into_batch(ctx, x, out, padded)
     repeats = []
     for i, (a, b) in enumerate(zip(padded, out.shape)):
         if a == b or i == batch_dim(out):

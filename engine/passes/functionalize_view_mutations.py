@@ -81,6 +81,41 @@ class _Rewriter:
             return self._aten("aten.permute.default", view, [value], ["self"], {"dims": inverse}, base, after)
         return None
 
+    def refresh_views(self, old: Operand, new: Operand, here: int, position: dict[int, int],
+                      after: Operator) -> None:
+        """Views of ``old`` taken before the write at ``here`` and read after it (``xx = x[1]``,
+        then ``x[..., 1] = ...``, then ``xx[2:4] += 1``) must see the write, as PyTorch's
+        aliasing views do: each such view is taken again from ``new`` right after the write,
+        and its readers after the write read that one (views of views likewise)."""
+        for c in list(old.consumers):
+            if not (is_aten(c) and c.type in _VIEWS and len(c.outputs) == 1 and c.inputs and c.inputs[0] is old) \
+                    or position.get(id(c), here) >= here:
+                continue
+            out = c.outputs[0]
+            if not self._read_after(out, here, position):
+                continue
+            fresh = self.graph.new_operand(f"{out.name}_fresh", dtype=out.dtype, shape=out.shape)
+            again = self.graph.add_op(c.type, self.graph.unique_op_name(f"{c.name}_fresh"), [new, *c.inputs[1:]],
+                                      [fresh], params=dict(c.params), input_names=list(c.input_names),
+                                      provenance=c.provenance, after=after)
+            again.meta.update({k: c.meta[k] for k in ("target", "defaulted", "source", "module_stack") if k in c.meta})
+            position[id(again)] = here
+            self.refresh_views(out, fresh, here, position, again)
+            for u in list(out.consumers):
+                if u is not again and position.get(id(u), -1) > here:
+                    for i, x in enumerate(u.inputs):
+                        if x is out:
+                            self.graph.set_input(u, i, fresh)
+
+    def _read_after(self, opd: Operand, here: int, position: dict[int, int]) -> bool:
+        """Whether ``opd`` (or a view of it) is read by an operator after position ``here``."""
+        for u in opd.consumers:
+            if position.get(id(u), -1) > here:
+                return True
+            if is_aten(u) and u.type in _VIEWS and len(u.outputs) == 1 and self._read_after(u.outputs[0], here, position):
+                return True
+        return False
+
     def functionalize(self, op: Operator, position: dict[int, int]) -> None:
         written = op.meta.get("inplace") or {}
         if len(written) != 1 or not op.outputs:
@@ -107,6 +142,8 @@ class _Rewriter:
             touched.append((base, new))
             current, value = base, new
         here = position[id(op)]
+        for base, new in touched:
+            self.refresh_views(base, new, here, position, new.producer or last)
         for base, new in touched:
             for c in list(base.consumers):
                 if c is new.producer or position.get(id(c), -1) <= here:

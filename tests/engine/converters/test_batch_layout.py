@@ -163,3 +163,12 @@ def test_output_whose_batch_moved(tmp_path, dialect):
 def test_normalize_a_batch(tmp_path, dialect):
     """F.normalize expands the (N, 1, H, W) norm over channels of a batch of two."""
     check_module(Fn(lambda x: F.normalize(F.max_pool2d(x, 1), dim=1)), [_r(2, 3, 5, 7)], tmp_path, dialect=dialect)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_a_one_expanded_along_the_batch_and_read_unbatched(tmp_path, dialect):
+    """A (1, C, L) input expanded to (4, C, L) then weighted per row by a constant: the
+    expanded value is really replicated (Tile, then the rows moved into a batch when it is one),
+    never a one-sample blob standing for four."""
+    fn = Fn(lambda x: (x.expand(4, 3, 5) * torch.arange(1.0, 5.0).view(4, 1, 1)).sum(0))
+    check_module(fn, [torch.randn(1, 3, 5)], tmp_path, dialect=dialect)

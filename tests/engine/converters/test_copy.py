@@ -96,3 +96,18 @@ def test_copy_of_integer_into_float_is_refused(tmp_path):
     pt2 = export_pt2(Fn(fn), [torch.randn(1, 5, 4), torch.randint(0, 9, (1, 2, 4))], tmp_path / "m.pt2")
     result = convert(str(pt2), ConvertOptions())
     assert any(d.op.startswith("aten.copy") and "float" in d.reason for d in result.errors), result.errors
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_a_write_through_a_view_taken_before_another_write(tmp_path, dialect):
+    """``xx = x[1]`` taken first, then ``x[..., 1] = ...``, then ``xx[2:4] += 1``: the view sees
+    the first write and the base sees the second, as PyTorch's aliasing views do."""
+    def fn(x):
+        x = x.clone()
+        xx = x[1]
+        x[..., 1] = x[..., -1] * 3
+        xx[2:4, ...] += 1
+        x[:, :, 3, :2].clamp_(0, 0.5)
+        return x
+
+    check_module(Fn(fn), [torch.rand(3, 5, 6, 7)], tmp_path, dialect=dialect)

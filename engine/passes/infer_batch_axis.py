@@ -113,15 +113,22 @@ class _Solver:
                     self.assign(op.outputs[k], b)
         self.spread()
         for op in self.graph.ops_of_type("pnnx.Input"):  # ncnn holds 4 dims and a batch
-            for o in op.outputs:
-                if id(o) not in self.axis and o.shape is not None and len(o.shape) > 4:
-                    self.assign(o, 0)
-                    self.spread()
+            self._seed_wide(op)
         for op in self.graph.ops:
             for o in op.outputs:
                 if id(o) not in self.axis and self._weak(op, o):
                     self.assign(o, 0)
                     self.spread()
+        for op in self.graph.ops:  # then a computed value of more dims (a reshape to 5-D) left without one
+            if op.type not in ("pnnx.Input", "pnnx.Attribute"):
+                self._seed_wide(op)
+
+    def _seed_wide(self, op: Operator) -> None:
+        """Dim 0 as the batch of ``op``'s outputs that have more dims than an ncnn blob holds."""
+        for o in op.outputs:
+            if id(o) not in self.axis and o.shape is not None and len(o.shape) > 4:
+                self.assign(o, 0)
+                self.spread()
 
     def _weak(self, op: Operator, o: Operand) -> bool:
         s = o.shape

@@ -172,3 +172,11 @@ def test_a_one_expanded_along_the_batch_and_read_unbatched(tmp_path, dialect):
     never a one-sample blob standing for four."""
     fn = Fn(lambda x: (x.expand(4, 3, 5) * torch.arange(1.0, 5.0).view(4, 1, 1)).sum(0))
     check_module(fn, [torch.randn(1, 3, 5)], tmp_path, dialect=dialect)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_a_reshape_to_five_dims_makes_dim_0_the_batch(tmp_path, dialect):
+    """A (2, 360) input viewed as (2, 3, 4, 5, 6): five dims are one more than a blob holds, so
+    dim 0 becomes the batch (two samples of (3, 4, 5, 6)), computed and read back as such."""
+    c = check_module(Fn(lambda x: x.reshape(2, 3, 4, 5, 6) * 2), [torch.randn(2, 360)], tmp_path, dialect=dialect)
+    assert c.result.ncnn.meta["outputs"][0]["batch_dim"] == 0

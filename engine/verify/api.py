@@ -222,7 +222,13 @@ class _Verifier:
         # PyTorch's values in the blobs' layouts: what the layers are compared with and fed
         self.laid: dict[str, np.ndarray] = {}
         self.laid_note: dict[str, tuple[str, bool]] = {}
+        #: blobs that are a batch of several samples in ncnn (Swin's windows moved into the batch):
+        #: compared on their first sample, never fed alone (one sample is not the layer's input)
+        self.batches: set[str] = set()
         for blob, ref in blobmap.refs.items():
+            v = values.get(ref.value)
+            if ref.batch is not None and v is not None and ref.batch < v.ndim and v.shape[ref.batch] > 1:
+                self.batches.add(blob)
             if ref.value in values and blob in self.full:
                 arr, note, wrong = self._laid_out(blob, self.full[blob], blobmap, values)
                 if arr is not None:
@@ -286,7 +292,7 @@ class _Verifier:
                      values) -> None:
         """Run every compared layer again on PyTorch's values of its inputs, in as few ncnn runs
         as possible (:func:`.isolate.plan_isolation`)."""
-        fed = lambda b: b in self.laid  # noqa: E731
+        fed = lambda b: b in self.laid and b not in self.batches  # noqa: E731
         jobs = plan_isolation(graph, [rec for rec in records if rec.blobs and any(b.compared for b in rec.blobs)],
                               fed, lambda b: isinstance(self.full.get(b), np.ndarray))
         self.total += len(jobs.rounds)

@@ -89,7 +89,7 @@ def test_shifted_window_attention_block(tmp_path, fp16):
     r = verify(pt2, VerifyOptions(fp16=fp16))
     assert r.ok and r.first_divergent is None, [(x.layer, x.status) for x in r.layers if x.blamed]
     sl = next(x for x in r.layers if x.type == "Slice" and len(x.blobs) == 3)
-    assert all(b.value is None for b in sl.blobs) and any("another layout" in b.note for b in sl.blobs)
+    assert all(b.value is None and b.note for b in sl.blobs)  # no counterpart, and why
     assert sum(x.error is not None for x in r.layers) >= 20
 
 

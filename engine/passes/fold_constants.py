@@ -17,7 +17,10 @@ Some ops read only the shape of an argument (``new_zeros``, ``fill``, ``copy``'s
 :data:`SHAPE_ARGS`): they fold whenever that shape is static and their other arguments are
 constant, so an attention mask built by filling slices of ``x.new_zeros(...)`` is a constant.
 
-Not folded: ops outside the table, ops producing several outputs, random/uninitialised
+Splits of a constant (``split``, ``split_with_sizes``, ``chunk``, ``unbind``: :data:`SPLITS`)
+fold piece by piece, one ``pnnx.Attribute`` per output.
+
+Not folded: ops outside the table, other ops producing several outputs, random/uninitialised
 creation ops (an ``empty`` then filled or copied into needs only its shape), and results more
 than 16× (and 64 Ki elements) larger than their largest constant input, which ncnn is better
 off broadcasting at run time — unless they feed a bool or integer tensor (a mask, an index),
@@ -580,6 +583,8 @@ class _Folder:
         return np.zeros(shape, dtype=np.int8)  # *_like: only the shape matters
 
     def try_fold(self, op: Operator, force: bool = False) -> bool:
+        if is_aten(op) and op.type in SPLITS and len(op.outputs) > 1:
+            return self.fold_split(op)
         if not is_aten(op) or len(op.outputs) != 1 or not op.outputs[0].consumers:
             return False
         out = op.outputs[0]
@@ -718,6 +723,40 @@ class _Folder:
         sizes = [int(np.prod(i.shape)) for i in op.inputs if i.shape is not None and _static(i.shape)]
         return not sizes or n <= MAX_GROWTH * max(max(sizes), 1)
 
+    def fold_split(self, op: Operator) -> bool:
+        """A split of a constant (``nn.MultiheadAttention``'s packed ``in_proj_weight`` cut into
+        q / k / v): one ``pnnx.Attribute`` per piece, each producing the op's output operand."""
+        x = op.inputs[0] if op.inputs else None
+        if x is None or not self.is_const(x) or not _static(x.shape):
+            return False
+        try:
+            pieces = SPLITS[op.type](np.asarray(self.const(x)), op.params, len(op.outputs))
+        except _NotConstant:
+            return False
+        except Exception as e:  # numpy cannot cut it so: leave the op
+            log.debug("not folding %s (%s): %s", op.name, op.type, e)
+            return False
+        if len(pieces) != len(op.outputs) or any(
+                o.shape is not None and _static(o.shape) and list(p.shape) != list(o.shape)
+                for o, p in zip(op.outputs, pieces)):
+            return False
+        outs = list(op.outputs)
+        fresh = []
+        for k, (o, piece) in enumerate(zip(outs, pieces)):
+            f = self.graph.new_operand(f"{o.name}_folded", dtype=o.dtype, shape=list(piece.shape))
+            f.meta = dict(o.meta)
+            new = self.graph.add_op("pnnx.Attribute", self.graph.unique_op_name(f"{op.name}_{k}"), [], [f],
+                                    attrs={"data": Attribute(np.ascontiguousarray(piece))},
+                                    provenance=op.provenance, before=op)
+            new.meta["folded_from"] = op.type
+            self.graph.replace_all_uses(o, f)
+            fresh.append((f, o.name))
+        self.graph.remove_op(op)
+        for f, name in fresh:
+            self.graph.rename_operand(f, name)
+        self.folded += 1
+        return True
+
     def _replace(self, op: Operator, attr: Attribute, const: Any = None) -> None:
         # the constant stands for every ATen node folded into it: this op's and its folded inputs'
         folded = [i.producer.provenance for i in op.inputs if i.producer is not None and "folded_from" in i.producer.meta]
@@ -730,6 +769,35 @@ class _Folder:
         else:
             out.meta["const"] = const
         self.folded += 1
+
+
+def _split_sizes(n: int, params: dict, k: int, kind: str) -> list[int]:
+    if kind == "split_with_sizes":
+        return [int(v) for v in params["split_sizes"]]
+    if kind == "chunk":
+        size = -(-n // int(params["chunks"]))
+    else:
+        size = int(params["split_size"])
+    return [min(size, n - i) for i in range(0, n, size)]
+
+
+def _split(kind: str):
+    def cut(arr: np.ndarray, params: dict, k: int) -> list[np.ndarray]:
+        dim = int(params.get("dim", 0)) % arr.ndim
+        if kind == "unbind":
+            return [np.take(arr, i, axis=dim) for i in range(arr.shape[dim])]
+        sizes = _split_sizes(arr.shape[dim], params, k, kind)
+        return np.split(arr, np.cumsum(sizes)[:-1], axis=dim)
+    return cut
+
+
+#: multi-output ops folded piece by piece (:meth:`_Folder.fold_split`)
+SPLITS: dict[str, Callable[[np.ndarray, dict, int], list[np.ndarray]]] = {
+    "aten.split.Tensor": _split("split"), "aten.split_with_sizes.default": _split("split_with_sizes"),
+    "aten.chunk.default": _split("chunk"), "aten.unbind.int": _split("unbind"),
+    "aten.split_copy.Tensor": _split("split"), "aten.split_with_sizes_copy.default": _split("split_with_sizes"),
+    "aten.unbind_copy.int": _split("unbind"),
+}
 
 
 def _static(shape) -> bool:

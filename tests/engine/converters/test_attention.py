@@ -208,3 +208,27 @@ def test_sdpa_with_broadcast_batch_dims(tmp_path, dialect, case):
     c = check_module(Fn(lambda q, k, v, *m: F.scaled_dot_product_attention(q, k, v, attn_mask=m[0] if m else None)),
                      inputs, tmp_path, dialect=dialect)
     assert "SDPA" in [op.type for op in c.result.ncnn.ops]
+
+
+class SeparateInputs(torch.nn.Module):
+    """nn.MultiheadAttention on distinct query / key / value (its packed in-projection weight is
+    split into q and k/v pieces in the graph), with a float mask when ``masked``."""
+
+    def __init__(self, masked: bool, batch_first: bool):
+        super().__init__()
+        torch.manual_seed(0)
+        self.attn = torch.nn.MultiheadAttention(32, 4, batch_first=batch_first)
+        self.masked = masked
+
+    def forward(self, q, k, v, m):
+        return self.attn(q, k, k if self.masked else v, attn_mask=m if self.masked else None)[0]
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("masked", [False, True], ids=["key_value", "key_key_masked"])
+@pytest.mark.parametrize("batch_first", [False, True])
+def test_multihead_attention_with_separate_inputs(tmp_path, dialect, masked, batch_first):
+    torch.manual_seed(1)
+    n, lq, lk = 1, 6, 9
+    q, k, v = ((torch.randn(n, length, 32) if batch_first else torch.randn(length, n, 32)) for length in (lq, lk, lk))
+    check_module(SeparateInputs(masked, batch_first), [q, k, v, torch.randn(lq, lk)], tmp_path, dialect=dialect)

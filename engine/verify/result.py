@@ -20,6 +20,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from .metrics import ErrorStats
 
 OK, DIVERGENT, INHERITED, FAILED, NOT_COMPARED = "ok", "divergent", "inherited", "failed", "not_compared"
@@ -124,9 +126,9 @@ class OutputRecord:
         return d
 
 
-#: outputs beyond tolerance with no layer wrong by itself pass as rounding drift up to this many
-#: times the tolerance (deep networks: RegNet-X 32GF with fp16 weights drifts 2.5e-2, Inception-v3
-#: with fp32 weights 1.9e-4); beyond it the verification fails with no single layer to blame
+#: with fp32 weights, outputs beyond tolerance with no layer wrong by itself pass as rounding drift
+#: up to this many times the tolerance (Inception-v3 drifts 1.9e-4); beyond it the verification
+#: fails with no single layer to blame
 DRIFT_FACTOR = 10.0
 
 
@@ -158,13 +160,16 @@ class VerifyResult:
 
     @property
     def drift(self) -> bool:
-        """No layer wrong by itself, yet outputs beyond tolerance — but within
-        :data:`DRIFT_FACTOR` × tolerance: rounding adding up over many layers (fp16 weights, or
-        fp32 summation order in a deep network), not a conversion error. A layer computing
-        something else is wrong by itself (blamed), whatever the depth."""
+        """No layer wrong by itself, yet outputs beyond tolerance: rounding adding up over many
+        layers, not a conversion error — with fp16 weights (their rounding, however deep the
+        network: ResNet-152 drifts 1.3e-1), or with fp32 weights within :data:`DRIFT_FACTOR` ×
+        tolerance (summation order). A layer computing something else is wrong by itself
+        (blamed), whatever the depth."""
         if not self.outputs or self.outputs_ok or self.first_divergent is not None \
                 or not any(r.own is not None for r in self.layers):
             return False
+        if self.fp16:  # each layer is checked alone to fp16's tolerance; what adds up is the weights' rounding
+            return all(o.ok or o.error is not None and np.isfinite(o.error.max_abs) for o in self.outputs)
         return all(o.ok or (o.error is not None and o.error.within(self.atol * DRIFT_FACTOR, self.rtol * DRIFT_FACTOR))
                    for o in self.outputs)
 

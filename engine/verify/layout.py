@@ -38,6 +38,9 @@ def as_blob(value: np.ndarray, ref: ValueRef, shape: tuple[int, ...]) -> tuple[n
         elif b is None and n and v.size % n == 0 and v.size // n in v.shape:
             return None, (f"PyTorch ran a batch of {v.size // n} and this blob's batch axis is not known "
                           f"(ncnn {list(shape)}, PyTorch {list(value.shape)}; not compared)"), False
+        elif n and v.size % n == 0:  # one sample of a batch ncnn made inside the model (Swin's windows)
+            return None, (f"this blob is one of {v.size // n} samples of a batch made inside the model "
+                          f"(ncnn {list(shape)}, PyTorch {list(value.shape)}; not compared)"), False
         else:
             return None, f"shape differs: ncnn {list(shape)}, PyTorch {list(value.shape)}", True
     if not ref.checked and _squeezed(v.shape) != _squeezed(shape):

@@ -727,18 +727,16 @@ class _Folder:
         """A split of a constant (``nn.MultiheadAttention``'s packed ``in_proj_weight`` cut into
         q / k / v): one ``pnnx.Attribute`` per piece, each producing the op's output operand."""
         x = op.inputs[0] if op.inputs else None
-        if x is None or not self.is_const(x) or not _static(x.shape):
+        if x is None or not self.is_const(x) or not _static(x.shape) or not all(_static(o.shape) for o in op.outputs):
             return False
         try:
-            pieces = SPLITS[op.type](np.asarray(self.const(x)), op.params, len(op.outputs))
+            pieces = _pieces(np.asarray(self.const(x)), op)
         except _NotConstant:
             return False
         except Exception as e:  # numpy cannot cut it so: leave the op
             log.debug("not folding %s (%s): %s", op.name, op.type, e)
             return False
-        if len(pieces) != len(op.outputs) or any(
-                o.shape is not None and _static(o.shape) and list(p.shape) != list(o.shape)
-                for o, p in zip(op.outputs, pieces)):
+        if len(pieces) != len(op.outputs) or any(list(p.shape) != list(o.shape) for o, p in zip(op.outputs, pieces)):
             return False
         outs = list(op.outputs)
         fresh = []
@@ -771,33 +769,17 @@ class _Folder:
         self.folded += 1
 
 
-def _split_sizes(n: int, params: dict, k: int, kind: str) -> list[int]:
-    if kind == "split_with_sizes":
-        return [int(v) for v in params["split_sizes"]]
-    if kind == "chunk":
-        size = -(-n // int(params["chunks"]))
-    else:
-        size = int(params["split_size"])
-    return [min(size, n - i) for i in range(0, n, size)]
+#: multi-output ops folded piece by piece (:meth:`_Folder.fold_split`): cut along ``dim`` at the
+#: sizes their outputs have; an unbind takes each index of ``dim``
+SPLITS = {"aten.split.Tensor", "aten.split_with_sizes.default", "aten.chunk.default", "aten.split_copy.Tensor",
+          "aten.split_with_sizes_copy.default", "aten.unbind.int", "aten.unbind_copy.int"}
 
 
-def _split(kind: str):
-    def cut(arr: np.ndarray, params: dict, k: int) -> list[np.ndarray]:
-        dim = int(params.get("dim", 0)) % arr.ndim
-        if kind == "unbind":
-            return [np.take(arr, i, axis=dim) for i in range(arr.shape[dim])]
-        sizes = _split_sizes(arr.shape[dim], params, k, kind)
-        return np.split(arr, np.cumsum(sizes)[:-1], axis=dim)
-    return cut
-
-
-#: multi-output ops folded piece by piece (:meth:`_Folder.fold_split`)
-SPLITS: dict[str, Callable[[np.ndarray, dict, int], list[np.ndarray]]] = {
-    "aten.split.Tensor": _split("split"), "aten.split_with_sizes.default": _split("split_with_sizes"),
-    "aten.chunk.default": _split("chunk"), "aten.unbind.int": _split("unbind"),
-    "aten.split_copy.Tensor": _split("split"), "aten.split_with_sizes_copy.default": _split("split_with_sizes"),
-    "aten.unbind_copy.int": _split("unbind"),
-}
+def _pieces(arr: np.ndarray, op: Operator) -> list[np.ndarray]:
+    dim = int(op.params.get("dim", 0)) % arr.ndim
+    if op.type.startswith("aten.unbind"):
+        return [np.take(arr, i, axis=dim) for i in range(arr.shape[dim])]
+    return np.split(arr, np.cumsum([o.shape[dim] for o in op.outputs])[:-1], axis=dim)
 
 
 def _static(shape) -> bool:

@@ -230,29 +230,47 @@ def deconv_layer(ctx, op):
                      **geometry)
 
 
+def _channel_slices(ctx, opd, groups: int, n: int, name: str) -> list:
+    """``opd`` cut into ``groups`` pieces of ``n`` channels (its channel dim: 1 when it is
+    batched at dim 0, else 0 — ncnn's outermost axis either way) by one ``Slice``."""
+    c = 1 if batch_dim(opd) == 0 else 0
+    parts = ctx.layer("Slice", [opd], outputs=groups, name=name, slices=[n] * groups, axis=0)
+    for part in parts:
+        part.shape = [*opd.shape[:c], n, *opd.shape[c + 1:]]
+        set_batch_dim(part, 0 if c else None)
+    return parts
+
+
+def _per_group(ctx, op, groups: int, in_g: int, out_g: int, layer) -> object:
+    """Slice the input → ``layer(g, piece)`` for each group → Concat. ncnn's x86
+    DeconvolutionDepthWise gives wrong results for grouped (not depthwise) deconvolution with
+    more than one input channel per group (it runs each group on a channel-range view of the
+    input); separate blobs per group avoid that code path."""
+    x, out = op.inputs[0], op.outputs[0]
+    c = 1 if batch_dim(x) == 0 else 0
+    outs = []
+    for g, part in enumerate(_channel_slices(ctx, x, groups, in_g, f"{ctx.name}_slice")):
+        y = layer(g, part)
+        y.shape = [*out.shape[:c], out_g, *out.shape[c + 1:]]
+        set_batch_dim(y, 0 if c else None)
+        outs.append(y)
+    return ctx.layer("Concat", outs, axis=0)
+
+
 def _grouped_deconv(ctx, op, weight, bias, groups: int, geometry: dict):
-    """Slice → one Deconvolution per group → Concat. ncnn's x86 DeconvolutionDepthWise gives
-    wrong results for grouped (not depthwise) deconvolution with more than one input channel
-    per group (it runs each group on a channel-range view of the input); separate blobs per
-    group avoid that code path."""
+    """Constant weights: each group's Deconvolution holds its range of the weight and bias."""
     in_c, out_g = int(weight.shape[0]), int(weight.shape[1])
     in_g = in_c // groups
-    x = op.inputs[0]
-    base = ctx.name
-    parts = ctx.layer("Slice", [x], outputs=groups, name=f"{base}_slice", slices=[in_g] * groups, axis=0)
-    outs = []
-    for g, part in enumerate(parts):
-        part.shape, part.meta["batch"] = [x.shape[0], in_g, *x.shape[2:]], True
+
+    def layer(g, part):
         weights = {"weight_data": _deconv_weight(_channel_range(weight, g * in_g, in_g), 1)}
         if bias is not None:
             weights["bias_data"] = _channel_range(bias, g * out_g, out_g)
-        y = ctx.layer("Deconvolution", [part], weights=weights, name=f"{base}_g{g}", num_output=out_g,
-                      bias_term=int(bias is not None), weight_data_size=in_g * math.prod(weight.shape[1:]),
-                      **geometry)
-        y.shape = [op.outputs[0].shape[0], out_g, *op.outputs[0].shape[2:]]
-        y.meta["batch"] = True
-        outs.append(y)
-    return ctx.layer("Concat", outs, axis=0)
+        return ctx.layer("Deconvolution", [part], weights=weights, name=f"{ctx.name}_g{g}", num_output=out_g,
+                         bias_term=int(bias is not None), weight_data_size=in_g * math.prod(weight.shape[1:]),
+                         **geometry)
+
+    return _per_group(ctx, op, groups, in_g, out_g, layer)
 
 
 def _channel_range(attr, start: int, n: int):
@@ -313,27 +331,10 @@ def dynamic_deconv_layer(ctx, op):
                          bias_term=int(bias is not None), weight_data_size=math.prod(w.shape), dynamic_weight=1,
                          group=groups if groups != 1 else None, **geometry)
     # grouped with several input channels per group: one Deconvolution per group (see
-    # _grouped_deconv), on slices of the input, the weight and the bias blobs
-    base = ctx.name
-    pieces = {"x": (x, in_g), "w": (w, in_g)} | ({"b": (bias, out_g)} if bias is not None else {})
-    sliced = {}
-    for key, (opd, n) in pieces.items():
-        parts = ctx.layer("Slice", [opd], outputs=groups, name=f"{base}_slice_{key}", slices=[n] * groups, axis=0)
-        for part in parts:
-            c = 1 if key == "x" and batch_dim(x) == 0 else 0  # the channel dim: ncnn's outermost axis
-            part.shape = [*opd.shape[:c], n, *opd.shape[c + 1:]]
-            set_batch_dim(part, 0 if c else None)
-        sliced[key] = parts
-    outs = []
-    for g in range(groups):
-        inputs = [sliced["x"][g], sliced["w"][g]] + ([sliced["b"][g]] if bias is not None else [])
-        y = ctx.layer(_layer_type("Deconvolution", nd, 1), inputs, name=f"{base}_g{g}", num_output=out_g,
-                      bias_term=int(bias is not None), weight_data_size=in_g * out_g * math.prod(kernel),
-                      dynamic_weight=1, **geometry)
-        out = op.outputs[0]
-        c = 1 if batch_dim(x) == 0 else 0
-        y.shape = [*out.shape[:c], out_g, *out.shape[c + 1:]]
-        set_batch_dim(y, 0 if c else None)
-        outs.append(y)
-    return ctx.layer("Concat", outs, axis=0)
-
+    # _per_group) on its slices of the weight and bias blobs
+    ws = _channel_slices(ctx, w, groups, in_g, f"{ctx.name}_slice_w")
+    bs = _channel_slices(ctx, bias, groups, out_g, f"{ctx.name}_slice_b") if bias is not None else None
+    return _per_group(ctx, op, groups, in_g, out_g, lambda g, part: ctx.layer(
+        _layer_type("Deconvolution", nd, 1), [part, ws[g]] + ([bs[g]] if bs else []), name=f"{ctx.name}_g{g}",
+        num_output=out_g, bias_term=int(bias is not None), weight_data_size=in_g * out_g * math.prod(kernel),
+        dynamic_weight=1, **geometry))

@@ -378,23 +378,26 @@ def _last_dims(op):
 
 @layout_rule("torch.matmul", "torch.bmm", "torch.mm")
 def _matmul(op):
+    """Leading (stacked) dims link through; so does the row axis M of a matrix ``a`` (the column
+    axis N of a matrix ``b``): a sample is then a vector, which ncnn's MatMul multiplies as one
+    row (column). Not with leading dims: the sample would lose its unit M (N) dim and ncnn would
+    take a stacked dim for it."""
     a, b, y = _shape(op.inputs[0]), _shape(op.inputs[1]), _shape(op.outputs[0])
     if a is None or b is None or y is None or (len(a) < 2 and len(b) < 2):
         return None
     if len(b) == 1:  # (..., M, K) @ (K,) → (..., M)
         return OpLayout([Link(0, d, 0, d) for d in range(len(a) - 1) if same_dim(a[d], y[d])])
     if len(a) == 1:  # (K,) @ (..., K, N) → (..., N)
-        lead = [Link(1, d, 0, d) for d in range(len(b) - 2) if same_dim(b[d], y[d])]
-        return OpLayout(lead + ([Link(1, len(b) - 1, 0, len(y) - 1)] if same_dim(b[-1], y[-1]) else []))
+        return OpLayout([Link(1, d, 0, d) for d in range(len(b) - 2) if same_dim(b[d], y[d])])
     lead = len(y) - 2
     links = []
     for i, s in ((0, a), (1, b)):
         off = lead - (len(s) - 2)
         links += [Link(i, d, 0, d + off) for d in range(len(s) - 2) if same_dim(s[d], y[d + off])]
-    if same_dim(a[-2], y[-2]):
-        links.append(Link(0, len(a) - 2, 0, len(y) - 2))
-    if same_dim(b[-1], y[-1]):
-        links.append(Link(1, len(b) - 1, 0, len(y) - 1))
+    if len(a) == 2 and same_dim(a[0], y[-2]):
+        links.append(Link(0, 0, 0, len(y) - 2))
+    if len(b) == 2 and same_dim(b[1], y[-1]):
+        links.append(Link(1, 1, 0, len(y) - 1))
     return OpLayout(links)
 
 

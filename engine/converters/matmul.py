@@ -324,6 +324,10 @@ def _check_ranks(op, ctx):
     return None
 
 
+def _static_size(shape) -> int | None:
+    return math.prod(shape) if shape and all(isinstance(d, int) for d in shape) else None
+
+
 @ncnn_rule("torch.matmul", validator=_check_ranks)
 def matmul_layer(ctx, op):
     a, b = op.inputs[:2]
@@ -336,5 +340,8 @@ def matmul_layer(ctx, op):
     params = {"transB": 1} if trans_b else {}
     if natural == want:
         return ctx.layer("MatMul", [a, b], **params)
+    if _static_size(natural) != _static_size(want):  # a layout that ncnn's MatMul cannot compute
+        ctx.unsupported(f"matmul of {a.name} and {b.name}: ncnn's MatMul of the samples gives {natural}, "
+                        f"not the {want} of each output sample")
     y = intermediate(ctx.layer("MatMul", [a, b], **params), natural or [1])
     return reshape_to(ctx, y, want, final=True)

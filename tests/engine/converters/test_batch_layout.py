@@ -180,3 +180,32 @@ def test_a_reshape_to_five_dims_makes_dim_0_the_batch(tmp_path, dialect):
     dim 0 becomes the batch (two samples of (3, 4, 5, 6)), computed and read back as such."""
     c = check_module(Fn(lambda x: x.reshape(2, 3, 4, 5, 6) * 2), [torch.randn(2, 360)], tmp_path, dialect=dialect)
     assert c.result.ncnn.meta["outputs"][0]["batch_dim"] == 0
+
+
+# ----------------------------------------------------------------------------- tokens as the batch
+class TokenNormAttention(nn.Module):
+    """LeViT's attention: ``Linear`` + a BatchNorm1d over the flattened tokens (which makes the
+    tokens an ncnn batch), then products of per-head matrices along that token axis."""
+
+    def __init__(self, dim=32, heads=4, key=4, n=9):
+        super().__init__()
+        self.heads, self.key = heads, key
+        self.qkv, self.bn = nn.Linear(dim, heads * 4 * key, bias=False), nn.BatchNorm1d(heads * 4 * key)
+        self.proj = nn.Linear(heads * 2 * key, dim)
+        self.register_buffer("bias", _r(heads, n, n))
+        with torch.no_grad():
+            self.bn.running_mean.uniform_(-0.5, 0.5), self.bn.running_var.uniform_(0.5, 2.0)
+
+    def forward(self, x):
+        b, n, _ = x.shape
+        y = F.hardswish(self.qkv(x))  # keeps the norm from folding into the linear layer
+        y = self.bn(y.flatten(0, 1)).reshape_as(y)
+        q, k, v = y.view(b, n, self.heads, -1).split([self.key, self.key, 2 * self.key], dim=3)
+        attn = (q.permute(0, 2, 1, 3) @ k.permute(0, 2, 3, 1)) * 0.5 + self.bias
+        out = (attn.softmax(-1) @ v.permute(0, 2, 1, 3)).transpose(1, 2).reshape(b, n, -1)
+        return self.proj(F.hardswish(out))
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_tokens_batched_by_a_norm_reach_stacked_matrix_products(tmp_path, dialect):
+    check_module(TokenNormAttention().eval(), [_r(1, 9, 32)], tmp_path, dialect=dialect)

@@ -40,6 +40,9 @@ from .manager import graph_pass
 
 log = logging.getLogger(__name__)
 
+#: replaced operand id → (that operand, its successor)
+_Subs = dict[int, tuple[Operand, Operand]]
+
 
 @dataclass
 class _Layer:
@@ -182,9 +185,12 @@ def _output_shapes(m: _Module) -> list[list]:
 
 
 def _replace(graph: Graph, ops: dict[Operator, None], target: str, inputs: list[Operand], input_names: list[str],
-             outputs: list[Operand | None], shapes: list[list], params: dict) -> Operator:
+             outputs: list[Operand | None], shapes: list[list], params: dict, subs: _Subs) -> Operator:
     """Replace ``ops`` by one ``target`` op producing ``outputs`` (same operands' names and
-    meta; a placeholder of ``shapes[k]`` for an output export dropped)."""
+    meta; a placeholder of ``shapes[k]`` for an output export dropped). ``subs`` maps the
+    replaced operands to their successors (a later module found beforehand may read them: a
+    stacked module's initial state is an earlier one's ``h_n``), and is updated."""
+    inputs = [subs.get(id(i), (i, i))[1] for i in inputs]
     order = {id(op): i for i, op in enumerate(graph.ops)}
     by_order = sorted(ops, key=lambda op: order[id(op)])
     name = graph.unique_op_name(target.split(".")[1])
@@ -194,6 +200,7 @@ def _replace(graph: Graph, ops: dict[Operator, None], target: str, inputs: list[
         if old is not None:
             o.meta = dict(old.meta)
             graph.replace_all_uses(old, o)
+            subs[id(old)] = (old, o)  # the old operand kept alive: its id stays unique
         fresh.append(o)
     new = graph.add_op(target, name, inputs, fresh, params=params, input_names=input_names,
                        provenance=Provenance.merge(op.provenance for op in ops), before=by_order[0])
@@ -210,7 +217,7 @@ def _replace(graph: Graph, ops: dict[Operator, None], target: str, inputs: list[
     return new
 
 
-def _replace_module(graph: Graph, m: _Module) -> Operator:
+def _replace_module(graph: Graph, m: _Module, subs: _Subs) -> Operator:
     first = m.first
     states = [first.hx] + ([first.cx] if first.cx is not None else [])
     state_names = ["hx.0", "hx.1"] if first.cx is not None else ["hx"]
@@ -219,20 +226,20 @@ def _replace_module(graph: Graph, m: _Module) -> Operator:
               "bidirectional": len(m.layers[0].chains) == 2, "batch_first": m.batch_first}
     return _replace(graph, m.ops, f"aten.{first.kind}.input", [m.x, *states, *weights],
                     ["input", *state_names, *(f"params.{i}" for i in range(len(weights)))], m.outputs,
-                    _output_shapes(m), params)
+                    _output_shapes(m), params, subs)
 
 
-def _replace_cell(graph: Graph, c: cells.Cell) -> Operator:
+def _replace_cell(graph: Graph, c: cells.Cell, subs: _Subs) -> Operator:
     s = c.step
     states = [s.h_prev] + ([s.c_prev] if s.c_prev is not None else [])
     outputs = [s.hy] + ([s.cy] if s.cy is not None else [])
     names = ["input", *(["hx.0", "hx.1"] if s.c_prev is not None else ["hx"]), "w_ih", "w_hh", "b_ih", "b_hh"]
     inputs = [c.x, *states, *c.weights]
     return _replace(graph, c.ops, f"aten.{s.kind}_cell.default", inputs, names[:len(inputs)], outputs,
-                    [o.shape for o in outputs], {})
+                    [o.shape for o in outputs], {}, subs)
 
 
-def _fuse_modules(graph: Graph) -> None:
+def _fuse_modules(graph: Graph, subs: _Subs) -> None:
     chains = []
     for op in list(graph.ops):
         if op.type in cells.PROJECTIONS:
@@ -249,11 +256,11 @@ def _fuse_modules(graph: Graph) -> None:
         except cells.NoMatch as e:
             log.debug("recurrent layers at %s not fused: %s", start.chains[0].inp.name, e)
             continue
-        new = _replace_module(graph, module)
+        new = _replace_module(graph, module, subs)
         log.debug("fused %d unrolled %s layer(s) into %s", len(module.layers), module.first.kind, new.name)
 
 
-def _fuse_cells(graph: Graph) -> None:
+def _fuse_cells(graph: Graph, subs: _Subs) -> None:
     gone: set[int] = set()
     for op in list(graph.ops):
         if id(op) in gone or op.type not in ("aten.addmm.default", "aten.mm.default"):
@@ -265,11 +272,12 @@ def _fuse_cells(graph: Graph) -> None:
             log.debug("no recurrent cell at %s: %s", op.name, e)
             continue
         gone.update(id(o) for o in c.ops)
-        new = _replace_cell(graph, c)
+        new = _replace_cell(graph, c, subs)
         log.debug("fused a %s cell into %s", c.step.kind, new.name)
 
 
 @graph_pass("fuse_unrolled_rnn", "put core ATen's unrolled LSTM/GRU/RNN layers and cells back into recurrent ops")
 def run(graph, cx):
-    _fuse_modules(graph)
-    _fuse_cells(graph)
+    subs: _Subs = {}
+    _fuse_modules(graph, subs)
+    _fuse_cells(graph, subs)

@@ -166,6 +166,26 @@ def test_two_modules_stay_two(tmp_path, dialect):
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("kind", ["lstm", "gru", "rnn_tanh"])
+def test_final_states_start_the_next_module(tmp_path, dialect, kind):
+    """pnnx's ``test_nn_GRU``: a module's ``h_n`` is the next (multi-layer, bidirectional) module's
+    initial state. Core ATen unrolls both; each is fused back, the second reading the first's op."""
+
+    class Chained(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = make(kind, num_layers=3, bidirectional=True)
+            self.b = KINDS[kind](2 * HIDDEN, HIDDEN, num_layers=3, bidirectional=True)
+
+        def forward(self, x):
+            y, states = self.a(x)
+            return self.b(y, states)[0]
+
+    r = check_sequence(Chained(), [sequence(False)], tmp_path, dialect=dialect)
+    assert len(r.ncnn.ops_of_type(NCNN_TYPE[kind])) == 6
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
 def test_core_unrolled_cells_are_fused(tmp_path, dialect):
     r = check_sequence(Recurrent(make("lstm", num_layers=2, bidirectional=True)), [sequence(False)], tmp_path,
                   dialect=dialect)

@@ -23,7 +23,7 @@ import numpy as np
 from ..convert.registry import aten_converter, ncnn_rule
 from ..convert.shapes import is_batched, ncnn_shape
 from ..ncnn.enums import PaddingType
-from .shape import index_vector, intermediate
+from .shape import index_vector, intermediate, outer_index_vectors
 
 _TYPE = {"constant": PaddingType.CONSTANT, "replicate": PaddingType.REPLICATE, "reflect": PaddingType.REFLECT}
 
@@ -85,26 +85,13 @@ def _outer_nearest(op, ctx) -> list[int] | None:
     """The output sizes when ``op`` indexes every spatial dim (2 and up) of an (N, C, ...)
     input with constant vectors broadcast as an outer product, each a nearest resize of its dim."""
     x = op.inputs[0]
-    listed = op.params.get("indices") or [n for n in op.input_names if n.startswith("indices.")]
-    used = [d for d, v in enumerate(listed) if v is not None]
-    if x.shape is None or len(used) < 2 or used != list(range(2, len(x.shape))):
+    found = outer_index_vectors(op, ctx)
+    if x.shape is None or found is None or [d for d, _ in found] != list(range(2, len(x.shape))):
         return None
-    sizes = []
-    for j, d in enumerate(used):
-        opd = op.named_input(f"indices.{d}")
-        value = None if opd is None else ctx.const_value(opd)
-        if value is None or not np.issubdtype(np.asarray(value).dtype, np.integer) or not isinstance(x.shape[d], int):
+    for d, vec in found:
+        if not isinstance(x.shape[d], int) or not np.array_equal(vec, _ncnn_nearest(len(vec), x.shape[d])):
             return None
-        arr = np.asarray(value, dtype=np.int64)
-        # broadcast as an outer product: vector j runs along dim j of the index block
-        if arr.ndim != len(used) - j or any(s != 1 for s in arr.shape[1:]):
-            return None
-        vec = arr.reshape(-1)
-        if not np.array_equal(vec, _ncnn_nearest(len(vec), x.shape[d])):
-            return None
-        sizes.append(len(vec))
-    out = op.outputs[0].shape
-    return sizes if out is not None and list(out) == list(x.shape[:2]) + sizes else None
+    return [len(vec) for _, vec in found]
 
 
 def _index_kind(op, ctx):

@@ -48,6 +48,7 @@ from ..convert.shapes import batch_dim, ncnn_axis, ncnn_shape, normalize_dim, se
 from ..ir import Dim, Operand
 from ..ncnn.enums import PoolingType, PoolPadMode, ReshapeDim
 from ..reader.schema import is_contiguous
+from ._broadcast import memorydata_params
 from ._expression import Arg, Call, ExpressionError, format_literal
 from ._expression import parse as parse_expression
 
@@ -554,36 +555,69 @@ def gather_runs(idx: np.ndarray, size) -> list[tuple[int, int]] | None:
     return runs if len(runs) <= _RUNS_LIMIT else None
 
 
-def _check_gather(op, ctx):
-    found = index_tensor(op, ctx) if op.type == "aten.index.Tensor" else None
+def outer_index_vectors(op, ctx) -> list[tuple[int, np.ndarray]] | None:
+    """``[(dim, vector), ...]`` when an ``aten.index.Tensor`` indexes consecutive dims with
+    constant integer tensors broadcast as an outer product (index ``j`` of ``m`` varies only along
+    axis ``j`` of the ``m``-D block: shape ``(n, 1, ..., 1)`` of rank ``m - j`` or ``m``): the
+    result is then one gather per dim, in place. Core ATen's resizes index this way."""
+    listed = op.params.get("indices") or [n for n in op.input_names if n.startswith("indices.")]
+    used = [d for d, v in enumerate(listed) if v is not None]
+    if len(used) < 2 or used != list(range(used[0], used[0] + len(used))):
+        return None
+    m, found = len(used), []
+    for j, d in enumerate(used):
+        opd = op.named_input(f"indices.{d}")
+        value = None if opd is None else ctx.const_value(opd)
+        if value is None or not np.issubdtype(np.asarray(value).dtype, np.integer):
+            return None
+        arr = np.asarray(value, dtype=np.int64)
+        if arr.ndim not in (m - j, m) or any(s != 1 for k, s in enumerate(arr.shape[-(m - j):]) if k != 0) \
+                or any(s != 1 for s in arr.shape[:arr.ndim - (m - j)]):
+            return None
+        found.append((d, arr.reshape(-1)))
+    return found
+
+
+def _gathers(op, ctx) -> list[tuple[int, np.ndarray]] | None:
+    """The (dim, index) gathers an index op is made of: one constant index tensor (any rank, on
+    one dim), constant vectors as an outer product, or ``index_select``'s constant vector."""
     if op.type == "aten.index_select.default":
         value = ctx.const_value(op.inputs[1])
-        found = None if value is None or np.ndim(value) != 1 else (op.params["dim"], np.asarray(value), op.inputs[1])
+        return None if value is None or np.ndim(value) != 1 else [(op.params["dim"], np.asarray(value))]
+    found = index_tensor(op, ctx)
+    return [found[:2]] if found is not None else outer_index_vectors(op, ctx)
+
+
+def _check_gather(op, ctx):
+    found = _gathers(op, ctx)
     if found is None:
-        return "unsupported: indexing with run-time or multi-dim indices (ncnn gathers constant indices on one dim)"
-    dim, idx, _ = found
+        return ("unsupported: indexing with run-time indices or several index tensors that are not an outer "
+                "product (ncnn gathers constant indices one dim at a time)")
     x = op.inputs[0]
-    if gather_runs(idx.reshape(-1), (x.shape or [None] * (dim + 1))[dim]) is None:
-        return f"unsupported: gather of {len(idx)} indices in more than {_RUNS_LIMIT} runs"
+    for dim, idx in found:
+        size = (x.shape or [None] * (dim + 1))[dim]
+        one_hot = isinstance(size, int) and size * idx.size <= _ONE_HOT_LIMIT
+        if not one_hot and gather_runs(idx.reshape(-1), size) is None:
+            return f"unsupported: gather of {idx.size} indices in more than {_RUNS_LIMIT} runs"
     return None
 
 
 @aten_converter("aten.index.Tensor", "aten.index_select.default", validator=_check_gather, priority=Priority.LOW)
 def gather(ctx, op):
-    """A constant index tensor on one dim: ``torch.index_select`` with the (flattened) indices as
-    a param (crops of its runs + concat in ncnn), then a reshape when the index has several dims."""
+    """Constant indices: one ``torch.index_select`` per gathered dim with the (flattened) indices
+    as a param (crops of its runs + concat in ncnn), then a reshape when one index has several
+    dims."""
     x, out = op.inputs[0], op.outputs[0]
-    if op.type == "aten.index.Tensor":
-        dim, idx, _ = index_tensor(op, ctx)
-    else:
-        dim, idx = op.params["dim"], ctx.const_value(op.inputs[1])
-    idx = np.asarray(idx)
-    index = [int(i) for i in idx.reshape(-1)]
-    if idx.ndim <= 1:
-        return ctx.emit("torch.index_select", [x], params={"dim": dim, "index": index})
-    dim = normalize_dim(dim, _rank(x))
-    flat = list(x.shape[:dim]) + [len(index)] + list(x.shape[dim + 1:])
-    y = ctx.emit("torch.index_select", [x], params={"dim": dim, "index": index}, shape=flat)
+    found = _gathers(op, ctx)
+    y = x
+    for k, (dim, idx) in enumerate(found):
+        index = [int(i) for i in np.asarray(idx).reshape(-1)]
+        last = k == len(found) - 1
+        if last and np.ndim(idx) <= 1:
+            return ctx.emit("torch.index_select", [y], params={"dim": dim, "index": index})
+        dim = normalize_dim(dim, _rank(y))
+        shape = list(y.shape[:dim]) + [len(index)] + list(y.shape[dim + 1:])
+        y = ctx.emit("torch.index_select", [y], params={"dim": dim, "index": index}, shape=shape)
     return ctx.emit("Tensor.reshape", [y], params={"shape": list(out.shape)})
 
 
@@ -898,6 +932,32 @@ def select_ncnn(ctx, op):
     return reshape_to(ctx, y, ncnn_shape(out), final=True)
 
 
+#: gathers in more runs than this are a one-hot ``MatMul`` where it applies (one layer, not a
+#: Crop per run and a Concat)
+_CROP_RUNS = 4
+#: the largest one-hot gather matrix (elements)
+_ONE_HOT_LIMIT = 1 << 22
+
+
+def _one_hot_fits(src: list, axis: int, m: int) -> bool:
+    return len(src) >= 2 and axis >= len(src) - 2 and isinstance(src[axis], int) and src[axis] * m <= _ONE_HOT_LIMIT
+
+
+def _one_hot_gather(ctx, x: Operand, axis: int, index: np.ndarray, src: list) -> Operand:
+    """Gather along the w (h) axis as one ``MatMul`` with a constant one-hot matrix: ``x @ P``
+    with ``P[index[j], j] = 1`` (``Pᵀ @ x``). Exact for finite values: each output is one input
+    times 1 plus zeros."""
+    n = src[axis]
+    onehot = np.zeros((n, len(index)), np.float32)
+    onehot[np.where(index < 0, index + n, index), np.arange(len(index))] = 1.0
+    if axis == len(src) - 2:
+        onehot = np.ascontiguousarray(onehot.T)
+    shape = list(onehot.shape)
+    p = ctx.layer("MemoryData", [], weights={"data": onehot}, name=f"{ctx.name}_onehot", shape=shape,
+                  **memorydata_params(shape))
+    return ctx.layer("MatMul", [x, p] if axis == len(src) - 1 else [p, x])
+
+
 @ncnn_rule("torch.index_select")
 def index_select_ncnn(ctx, op):
     x, out = op.inputs[0], op.outputs[0]
@@ -906,9 +966,13 @@ def index_select_ncnn(ctx, op):
         return reshape_to(ctx, x, ncnn_shape(out), final=True)  # the only sample
     axis = ncnn_axis(x, dim)
     src = ncnn_shape(x)
-    runs = gather_runs(np.asarray(op.params["index"], dtype=np.int64), src[axis])
+    index = np.asarray(op.params["index"], dtype=np.int64)
+    runs = gather_runs(index, src[axis])
+    if (runs is None or len(runs) > _CROP_RUNS) and _one_hot_fits(src, axis, len(index)):
+        return _one_hot_gather(ctx, x, axis, index, src)
     if runs is None:
-        ctx.unsupported(f"index_select of {len(op.params['index'])} indices in more than {_RUNS_LIMIT} runs")
+        ctx.unsupported(f"index_select of {len(index)} indices in more than {_RUNS_LIMIT} runs "
+                        "along an outer axis")
     if len(runs) == 1:
         (start, stop), = runs
         return _crop(ctx, x, axis, start, stop, ncnn_shape(out), final=True)

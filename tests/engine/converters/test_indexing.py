@@ -200,3 +200,23 @@ GATHER_DIM = {
 @pytest.mark.parametrize("name", list(GATHER_DIM))
 def test_gather_with_constant_index(tmp_path, dialect, name):
     check_module(Fn(GATHER_DIM[name]), [torch.randn(1, 3, 4, 5)], tmp_path, dialect=dialect)
+
+
+_PERM = torch.randperm(40, generator=torch.Generator().manual_seed(3))
+OUTER = {
+    # one constant vector per dim, broadcast as an outer product (core ATen's resizes)
+    "rows_cols": lambda x: x[:, :, torch.tensor([3, 3, 0, 2])[:, None], torch.tensor([4, 1, 1, 0, 2])],
+    "many_runs_last_dim": lambda x: x[:, :, :, _PERM % 5],
+    "many_runs_two_dims": lambda x: x[:, :, (_PERM % 4)[:, None], _PERM[:7] % 5],
+}
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("name", list(OUTER))
+def test_outer_product_and_many_run_gathers(tmp_path, dialect, name):
+    """Constant gathers convert one dim at a time; one of many runs is a single one-hot MatMul
+    instead of a Crop per run."""
+    c = check_module(Fn(OUTER[name]), [torch.randn(1, 3, 4, 5)], tmp_path, dialect=dialect)
+    if name.startswith("many_runs"):
+        types = [op.type for op in c.result.ncnn.ops]
+        assert "MatMul" in types and types.count("Crop") <= 4, types

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import logging
 import math
+import string
 from numbers import Number
 
 import numpy as np
@@ -141,13 +142,38 @@ def parse_einsum(equation: str) -> tuple[list[str], str]:
     return ins, out
 
 
+def expand_ellipsis(equation: str, ranks: list[int]) -> str:
+    """``equation`` with each ``...`` spelled out as letters it does not use, for operands of
+    ``ranks`` (the ellipsis dims broadcast right-aligned, numpy's rule; with no ``->`` they lead
+    the output)."""
+    eq = equation.replace(" ", "")
+    if "..." not in eq:
+        return eq
+    lhs, arrow, out = eq.partition("->")
+    ins = lhs.split(",")
+    if len(ins) != len(ranks):
+        raise ValueError(f"{len(ins)} terms for {len(ranks)} operands")
+    free = [c for c in string.ascii_letters if c not in eq]
+    widths = [r - len(t.replace("...", "")) if "..." in t else 0 for t, r in zip(ins, ranks)]
+    if min(widths) < 0:
+        raise ValueError("an operand has fewer dims than its term")
+    letters = "".join(free[:max(widths)])
+    spelled = [t.replace("...", letters[len(letters) - w:]) for t, w in zip(ins, widths)]
+    if not arrow:
+        joined = "".join(t.replace("...", "") for t in ins)
+        out = "..." + "".join(sorted(c for c in set(joined) if joined.count(c) == 1))
+    return ",".join(spelled) + "->" + out.replace("...", letters)
+
+
 class _Einsum:
     """A parsed einsum over operands of static shapes: index sizes, output, and whether it
     needs the runtime's Einsum layer (``general``)."""
 
     def __init__(self, ctx, equation: str, operands: list[Operand]):
-        if "..." in equation:
-            ctx.unsupported(f"einsum {equation!r} with an ellipsis")
+        try:
+            equation = expand_ellipsis(equation, [len(o.shape or ()) for o in operands])
+        except ValueError as e:
+            ctx.unsupported(f"einsum {equation!r}: {e}")
         self.ins, self.out = parse_einsum(equation)
         self.equation = ",".join(self.ins) + "->" + self.out
         if len(self.ins) != len(operands) or not operands:

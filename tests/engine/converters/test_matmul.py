@@ -132,6 +132,9 @@ EINSUMS = {  # equation cases beyond a plain product of two operands
     "three_operands": (lambda a, b, c: torch.einsum("bij,bjk,bkl->bil", a, b, c), [(1, 3, 4), (1, 4, 5), (1, 5, 2)]),
     "bilinear": (lambda a, b, c: torch.einsum("bn,anm,bm->ba", a, b, c), [(1, 3), (1, 3, 4), (1, 4)]),
     "outer": (lambda a, b: torch.einsum("bi,bj->bij", a, b), [(1, 3), (1, 4)]),
+    "ellipsis_transpose": (lambda x: torch.einsum("...ij->...ji", x), [(2, 3, 4, 5)]),
+    "ellipsis_trailing": (lambda x: torch.einsum("abc...->cba...", x), [(2, 3, 4, 5)]),
+    "ellipsis_broadcast": (lambda a, b: torch.einsum("...ij,jk", a, b), [(1, 3, 4), (4, 2)]),
 }
 
 

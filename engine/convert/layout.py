@@ -491,12 +491,14 @@ def _embedding(op):
 
 @layout_rule("F.scaled_dot_product_attention")
 def _sdpa(op):
+    """(N, ..., L, E) attention with the batch first (ncnn's SDPA merges the other leading dims
+    into heads)."""
     q = _shape(op.inputs[0])
-    if q is None or len(q) != 4:
+    if q is None or len(q) < 4:
         return None
-    required = {i: 0 for i in range(min(3, len(op.inputs))) if _rank(op.inputs[i]) == 4}
+    required = {i: 0 for i in range(min(3, len(op.inputs))) if _rank(op.inputs[i]) == len(q)}
     links = [Link(i, 0, 0, 0) for i in required]
-    if len(op.inputs) > 3 and _rank(op.inputs[3]) == 4 and same_dim(_shape(op.inputs[3])[0], q[0]):
+    if len(op.inputs) > 3 and _rank(op.inputs[3]) == len(q) and same_dim(_shape(op.inputs[3])[0], q[0]):
         required[3] = 0
         links.append(Link(3, 0, 0, 0))
     return OpLayout(links, required=required, required_out={0: 0})

@@ -232,3 +232,13 @@ def test_multihead_attention_with_separate_inputs(tmp_path, dialect, masked, bat
     n, lq, lk = 1, 6, 9
     q, k, v = ((torch.randn(n, length, 32) if batch_first else torch.randn(length, n, 32)) for length in (lq, lk, lk))
     check_module(SeparateInputs(masked, batch_first), [q, k, v, torch.randn(lq, lk)], tmp_path, dialect=dialect)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_sdpa_of_windows_and_heads(tmp_path, dialect):
+    """5-D attention (batch, windows, heads, L, E) with a per-window-and-head bias, as MaxViT's
+    re-exported Python spells it: the batch is ncnn's, windows × heads are SDPA heads."""
+    torch.manual_seed(5)
+    bias = torch.randn(1, 4, 2, 9, 9)
+    f = Fn(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=bias))
+    check_module(f, [torch.randn(1, 4, 2, 9, 8) for _ in range(3)], tmp_path, dialect=dialect, expect_types=["SDPA"])

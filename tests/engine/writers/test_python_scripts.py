@@ -70,7 +70,9 @@ def test_a_cnn_through_both_scripts_and_the_round_trip(tmp_path):
     assert "self.conv2d = nn.Conv2d(in_channels=3, out_channels=8" in text  # named after the ATen node
     assert "# features.0" in text and "# head" in text  # module paths
     gen = load_script(c.pnnx_py)
-    assert sorted(k for k, _ in gen.Model().named_parameters())[:2] == ["conv2d.bias", "conv2d.weight"]
+    assert {"conv2d.bias", "conv2d.weight"} <= {k for k, _ in gen.Model().named_parameters()}
+    assert "nn.BatchNorm2d(" in text  # exact in the pnnx model; folded into the ncnn Convolution
+    assert "BatchNorm" not in {op.type for op in result.ncnn.ops}
 
 
 class PyTrees(nn.Module):

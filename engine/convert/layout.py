@@ -436,6 +436,15 @@ for _t, _r in BATCH_FIRST.items():
 layout_rule(*BATCH_FIRST_ANY)(lambda op: _batch_first(op, None))
 
 
+@layout_rule("torchvision.ops.DeformConv2d")
+def _deform_conv(op):
+    """Input, offset and mask (N, C, H, W) are read sample by sample: all batch-first."""
+    if any(_rank(x) != 4 for x in op.inputs) or _rank(op.outputs[0]) != 4:
+        return OpLayout()
+    n = len(op.inputs)
+    return OpLayout([Link(i, 0, 0, 0) for i in range(n)], required={i: 0 for i in range(n)}, required_out={0: 0})
+
+
 @layout_rule("F.grid_sample")
 def _grid_sample(op):
     """Input (N, C, H, W) and grid (N, H', W', 2) sample by sample: both batch-first."""

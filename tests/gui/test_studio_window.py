@@ -48,16 +48,22 @@ def test_selecting_an_aten_node_highlights_what_it_became(window):
     def became(node: str, graph) -> set[str]:
         return {op.name for op in graph.ops if node in op.provenance.nodes}
 
-    # many-to-one: batch_norm was folded into the pnnx convolution
+    # one-to-one in the pnnx graph, which keeps the BatchNorm exact
     window.aten_panel.select(["batch_norm"], emit=True)
     linked = {right.scene.nodes[i].node.name for i in right.scene.linked_indices}
-    assert linked == became("batch_norm", result.pnnx) == {"conv2d"}
+    assert linked == became("batch_norm", result.pnnx) and len(linked) == 1
     assert window.inspector.current == ("aten", "batch_norm")
     assert _visible(right, linked)
 
-    # one-to-many in the ncnn graph: conv2d_1 became a depthwise convolution and a Split
+    # many-to-one in the ncnn graph: batch_norm was folded into the convolution
     window.show_right("ncnn")
     assert window.wait_settled()
+    window.aten_panel.select(["batch_norm"], emit=True)
+    linked = {right.scene.nodes[i].node.name for i in right.scene.linked_indices}
+    assert linked == became("batch_norm", result.ncnn) == {"conv2d"}
+    assert _visible(right, linked)
+
+    # one-to-many in the ncnn graph: conv2d_1 became a depthwise convolution and a Split
     window.aten_panel.select(["conv2d_1"], emit=True)
     linked = {right.scene.nodes[i].node.name for i in right.scene.linked_indices}
     assert linked == became("conv2d_1", result.ncnn)

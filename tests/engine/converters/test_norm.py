@@ -56,7 +56,7 @@ def test_batchnorm_folded(tmp_path, dialect, layer, shape, ncnn_type, fp16):
                      fp16=fp16, forbid_types=["BatchNorm"])
     assert _types(c) == ["Input", ncnn_type]
     pnnx_types = [op.type for op in c.result.pnnx.ops]
-    assert not [t for t in pnnx_types if t.startswith("nn.BatchNorm")]
+    assert [t for t in pnnx_types if t.startswith("nn.BatchNorm")]  # exact in the pnnx model, folded in ncnn
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)

@@ -305,7 +305,10 @@ def main() -> int:
     ap.add_argument("--mask", default="0", help=argparse.SUPPRESS)
     ap.add_argument("--dialect", default="training", help=argparse.SUPPRESS)
     ap.add_argument("--work", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--report", action="store_true", help="rewrite the Markdown table from the last JSON only")
     args = ap.parse_args()
+    if args.report:
+        return write_report(json.loads((RESULTS / "transformers_convert.json").read_text()))
     if args.one:
         import logging
         import warnings
@@ -340,6 +343,11 @@ def main() -> int:
         old = json.loads(store.read_text())
         rows = [fresh.pop((r["family"], r["inputs"], r["dialect"]), r) for r in old] + list(fresh.values())
     store.write_text(json.dumps(rows, indent=1) + "\n")
+    return write_report(rows)
+
+
+def write_report(rows: list) -> int:
+    """Write the Markdown table of ``rows`` (the JSON records)."""
     import ncnn
     import timm
     import torch

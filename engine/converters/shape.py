@@ -432,8 +432,29 @@ def slice_(ctx, op):
 
 @aten_converter("aten.select.int", "aten.select_copy.int")
 def select(ctx, op):
+    if _runtime_bound(op, "index"):
+        return _select_at_run_time(ctx, op)
     return ctx.emit("Tensor.select", [op.inputs[0]],
                     params={"dim": op.params["dim"], "index": _const_int(ctx, op, "index")})
+
+
+def _select_at_run_time(ctx, op):
+    """``x.select(dim, i)`` with ``i`` computed from run-time sizes: the slice ``[i, i + 1]``
+    (ncnn's Crop evaluates both bounds; a negative ``i`` counts from the end, and its end 0 is
+    the end) and a squeeze of ``dim``."""
+    x = op.inputs[0]
+    refs = [x]
+    term = size_term(ctx, op.named_input("index"), refs)
+    if term is None:
+        ctx.unsupported(f"index is computed at run time ({op.params['index'][1:]}) from something other than sizes")
+    if len(refs) > 10:
+        ctx.unsupported("a select index measuring more than 9 tensors")
+    dim = normalize_dim(op.params["dim"], _rank(x))
+    piece = list(x.shape)
+    piece[dim] = 1
+    y = ctx.emit("Tensor.slice", refs, params={"dim": dim, "start": 0, "end": INT64_MAX, "step": 1,
+                                               "start_expr": term, "end_expr": f"add({term},1)"}, shape=piece)
+    return ctx.emit("torch.squeeze", [y], params={"dim": dim})
 
 
 @aten_converter("aten.narrow.default")
@@ -723,11 +744,25 @@ def _ncnn_term(node, inputs) -> str:
         if d == batch_dim(t):
             return "1"
         return f"{node.args[0].index}{_DIM_NAMES[ncnn_rank_of(t)][ncnn_axis(t, d)]}"
+    if isinstance(node, Call) and node.name == "floor_divide" and _may_be_negative(node.args[0]):
+        # ncnn's integer // truncates; on floats it floors, as Python does (halves are exact)
+        a, b = (_ncnn_term(x, inputs) for x in node.args)
+        return f"//(*({a},0.5),*({b},0.5))"
     if isinstance(node, Call):
         return f"{_NCNN_EXPR_OPS.get(node.name, node.name)}({','.join(_ncnn_term(a, inputs) for a in node.args)})"
     if isinstance(node, Arg):
         raise Unsupported(f"unsupported: shape expression reads the value of input {node.index}")
     return str(int(node)) if float(node).is_integer() else repr(float(node))
+
+
+def _may_be_negative(node) -> bool:
+    """Whether a size expression can be negative: a negative literal, a negation or a
+    difference somewhere in it (sizes, sums, products and quotients of them are not)."""
+    if isinstance(node, Call):
+        if node.name in ("neg", "sub"):
+            return True
+        return node.name != "size" and any(_may_be_negative(a) for a in node.args)
+    return not isinstance(node, Arg) and float(node) < 0
 
 
 def ncnn_rank_of(t: Operand) -> int:

@@ -180,3 +180,29 @@ def test_interpolate_to_sizes_computed_at_run_time(tmp_path, dialect, sizes):
                      dialect=dialect, dynamic_shapes=({2: dims[0], 3: dims[1]}, {2: dims[2], 3: dims[3]}),
                      run_inputs=[torch.randn(1, 3, h, w), torch.randn(1, 2, h2, w2)])
     assert all(9 in op.params for op in c.result.ncnn.ops_of_type("Interp"))  # size_expr
+
+
+class RunTimeBounds(nn.Module):
+    """pnnx's ``test_ncnn_slice_expr``: a select at an index computed from sizes, and slice ends
+    that are negative floor divisions (Python floors ``-39 // 7`` to -6; C truncates to -5)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 5, 1)
+
+    def forward(self, x, y):
+        z = self.conv(y)
+        a = x[..., x.size(1) // 3] * 2.0
+        b = z[:, :, z.size(2) // 3, 1:-z.size(3) // 7] * 1.5
+        c = z[..., : -z.size(3) // 10, z.size(3) // 8: -z.size(3) // 8] * -1.0
+        return a, b, c
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("sizes", [((7, 10), (39, 16)), ((7, 25), (15, 33))])
+def test_run_time_select_and_negative_floor_divisions(tmp_path, dialect, sizes):
+    (r, n), (h, w) = sizes
+    auto = torch.export.Dim.AUTO
+    check_module(RunTimeBounds().eval(), [torch.randn(7, 10), torch.randn(1, 3, 39, 16)], tmp_path, dialect=dialect,
+                 dynamic_shapes=({1: auto}, {2: auto, 3: auto}),
+                 run_inputs=[torch.randn(r, n), torch.randn(1, 3, h, w)], expect_types=["Crop"])

@@ -127,6 +127,9 @@ class _Seam:
         self.notes = notes
         self.recorded: dict[str, tuple] = {}
         self.pending: tuple | None = None
+        #: called when the export or conversion fails: the test's own code may then crash the
+        #: process on the missing files, so the result is reported before it goes on
+        self.on_failure = lambda: None
 
     def trace(self, net, example_inputs, *args, **kw):
         import torch
@@ -149,10 +152,13 @@ class _Seam:
         if "pnnx" not in cmd:
             return os.system(cmd)
         try:
-            return self._convert(cmd)
+            rc = self._convert(cmd)
         except Exception as e:  # noqa: BLE001 - any failure is the command failing
             self.notes.setdefault("failures", []).append(f"{type(e).__name__}: {str(e)[:300]}")
-            return 1
+            rc = 1
+        if rc:
+            self.on_failure()
+        return rc
 
     def _export(self, net, inputs, shapes2):
         import torch
@@ -246,6 +252,8 @@ def child(test: str, mode: str, dialect: str, work: Path, pnnx: str | None) -> d
     notes: dict = {}
     if mode == "pt2ncnn":
         seam = _Seam(dialect, notes)
+        seam.on_failure = lambda: print(json.dumps({"test": test, "mode": mode, "dialect": dialect,
+                                                    "status": _failed_status(notes), **notes}), flush=True)
         torch.jit.trace = seam.trace
         os.system = seam.system
     else:
@@ -266,7 +274,14 @@ def child(test: str, mode: str, dialect: str, work: Path, pnnx: str | None) -> d
     except Exception as e:  # noqa: BLE001
         status, notes["exception"] = "error", f"{type(e).__name__}: {str(e)[:300]}"
     notes["seconds"] = round(time.perf_counter() - t0, 2)
+    if status != "pass" and notes.get("export_failed"):
+        status = _failed_status(notes)
     return {"test": test, "mode": mode, "dialect": dialect, "status": status, **notes}
+
+
+def _failed_status(notes: dict) -> str:
+    """A test whose export failed is torch.export's limit, not a conversion error."""
+    return "export failed" if notes.get("export_failed") else "error"
 
 
 # ---------------------------------------------------------------------------- parent

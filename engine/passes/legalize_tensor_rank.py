@@ -539,9 +539,11 @@ def run(graph: Graph, cx) -> None:
         composed += sum(rewriter.compose(part) for part in _segments(chain))
     if composed:
         infer_batch_axis.infer(graph)
+    rewritten = 0
     if high:
         for op in list(graph.ops):
             if op in graph.ops:
-                rewriter.rewrite(op)
+                rewritten += bool(rewriter.rewrite(op))
     rewriter.finish()
-    infer_batch_axis.infer(graph)
+    if rewritten:  # else the annotations above still hold (a solve is the costliest step here)
+        infer_batch_axis.infer(graph)

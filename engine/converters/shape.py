@@ -405,17 +405,23 @@ def _slice_to_size(ctx, op):
     refs, params = [x], {"dim": op.params["dim"], "start": 0, "end": INT64_MAX, "step": 1}
     for key in ("start", "end"):
         if _runtime_bound(op, key):
-            term = size_term(ctx, op.named_input(key), refs)
-            if term is None:
-                ctx.unsupported(f"{key} is computed at run time ({op.params[key][1:]}) from something other than sizes")
-            params[f"{key}_expr"] = term
+            params[f"{key}_expr"] = _measured_term(ctx, op, key, refs)
         else:
             v = _const_int(ctx, op, key)
             if v is not None:
                 params[key] = v
-    if len(refs) > 10:
-        ctx.unsupported("a slice bound measuring more than 9 tensors")
     return ctx.emit("Tensor.slice", refs, params=params)
+
+
+def _measured_term(ctx, op, key: str, refs: list[Operand]) -> str:
+    """The run-time int param ``key`` of ``op`` as a size expression over ``refs`` (extended with
+    the tensors it measures; ncnn expressions reach at most 10 blobs)."""
+    term = size_term(ctx, op.named_input(key), refs)
+    if term is None:
+        ctx.unsupported(f"{key} is computed at run time ({op.params[key][1:]}) from something other than sizes")
+    if len(refs) > 10:
+        ctx.unsupported(f"a {key} measuring more than 9 tensors")
+    return term
 
 
 @aten_converter("aten.slice.Tensor", "aten.slice_copy.Tensor")
@@ -444,11 +450,7 @@ def _select_at_run_time(ctx, op):
     the end) and a squeeze of ``dim``."""
     x = op.inputs[0]
     refs = [x]
-    term = size_term(ctx, op.named_input("index"), refs)
-    if term is None:
-        ctx.unsupported(f"index is computed at run time ({op.params['index'][1:]}) from something other than sizes")
-    if len(refs) > 10:
-        ctx.unsupported("a select index measuring more than 9 tensors")
+    term = _measured_term(ctx, op, "index", refs)
     dim = normalize_dim(op.params["dim"], _rank(x))
     piece = list(x.shape)
     piece[dim] = 1
@@ -579,7 +581,7 @@ def gather_runs(idx: np.ndarray, size) -> list[tuple[int, int]] | None:
 def outer_index_vectors(op, ctx) -> list[tuple[int, np.ndarray]] | None:
     """``[(dim, vector), ...]`` when an ``aten.index.Tensor`` indexes consecutive dims with
     constant integer tensors broadcast as an outer product (index ``j`` of ``m`` varies only along
-    axis ``j`` of the ``m``-D block: shape ``(n, 1, ..., 1)`` of rank ``m - j`` or ``m``): the
+    axis ``j`` of the ``m``-D block they broadcast to): the
     result is then one gather per dim, in place. Core ATen's resizes index this way."""
     listed = op.params.get("indices") or [n for n in op.input_names if n.startswith("indices.")]
     used = [d for d, v in enumerate(listed) if v is not None]
@@ -592,8 +594,8 @@ def outer_index_vectors(op, ctx) -> list[tuple[int, np.ndarray]] | None:
         if value is None or not np.issubdtype(np.asarray(value).dtype, np.integer):
             return None
         arr = np.asarray(value, dtype=np.int64)
-        if arr.ndim not in (m - j, m) or any(s != 1 for k, s in enumerate(arr.shape[-(m - j):]) if k != 0) \
-                or any(s != 1 for s in arr.shape[:arr.ndim - (m - j)]):
+        block = (1,) * (m - arr.ndim) + arr.shape  # right-aligned, as it broadcasts
+        if arr.ndim > m or any(n != 1 for k, n in enumerate(block) if k != j):
             return None
         found.append((d, arr.reshape(-1)))
     return found
@@ -617,8 +619,7 @@ def _check_gather(op, ctx):
     x = op.inputs[0]
     for dim, idx in found:
         size = (x.shape or [None] * (dim + 1))[dim]
-        one_hot = isinstance(size, int) and size * idx.size <= _ONE_HOT_LIMIT
-        if not one_hot and gather_runs(idx.reshape(-1), size) is None:
+        if not _one_hot_size(size, idx.size) and gather_runs(idx.reshape(-1), size) is None:
             return f"unsupported: gather of {idx.size} indices in more than {_RUNS_LIMIT} runs"
     return None
 
@@ -974,8 +975,14 @@ _CROP_RUNS = 4
 _ONE_HOT_LIMIT = 1 << 22
 
 
+def _one_hot_size(n, m: int) -> bool:
+    """Whether gathering ``m`` of ``n`` (static) elements fits a one-hot matrix."""
+    return isinstance(n, int) and n * m <= _ONE_HOT_LIMIT
+
+
 def _one_hot_fits(src: list, axis: int, m: int) -> bool:
-    return len(src) >= 2 and axis >= len(src) - 2 and isinstance(src[axis], int) and src[axis] * m <= _ONE_HOT_LIMIT
+    """A one-hot gather applies along the w or h axis of a blob of two or more dims."""
+    return len(src) >= 2 and axis >= len(src) - 2 and _one_hot_size(src[axis], m)
 
 
 def _one_hot_gather(ctx, x: Operand, axis: int, index: np.ndarray, src: list) -> Operand:

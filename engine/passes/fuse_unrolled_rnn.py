@@ -40,8 +40,8 @@ from .manager import graph_pass
 
 log = logging.getLogger(__name__)
 
-#: replaced operand id → (that operand, its successor)
-_Subs = dict[int, tuple[Operand, Operand]]
+#: replaced operand → its successor (operands hash by identity)
+_Subs = dict[Operand, Operand]
 
 
 @dataclass
@@ -190,7 +190,7 @@ def _replace(graph: Graph, ops: dict[Operator, None], target: str, inputs: list[
     meta; a placeholder of ``shapes[k]`` for an output export dropped). ``subs`` maps the
     replaced operands to their successors (a later module found beforehand may read them: a
     stacked module's initial state is an earlier one's ``h_n``), and is updated."""
-    inputs = [subs.get(id(i), (i, i))[1] for i in inputs]
+    inputs = [subs.get(i, i) for i in inputs]
     order = {id(op): i for i, op in enumerate(graph.ops)}
     by_order = sorted(ops, key=lambda op: order[id(op)])
     name = graph.unique_op_name(target.split(".")[1])
@@ -200,7 +200,7 @@ def _replace(graph: Graph, ops: dict[Operator, None], target: str, inputs: list[
         if old is not None:
             o.meta = dict(old.meta)
             graph.replace_all_uses(old, o)
-            subs[id(old)] = (old, o)  # the old operand kept alive: its id stays unique
+            subs[old] = o
         fresh.append(o)
     new = graph.add_op(target, name, inputs, fresh, params=params, input_names=input_names,
                        provenance=Provenance.merge(op.provenance for op in ops), before=by_order[0])

@@ -154,10 +154,12 @@ def _key(dims: Sequence[Dim]) -> tuple:
 
 def reshape_axis(src: Sequence[Dim], a: int, dst: Sequence[Dim]) -> int | None:
     """Where axis ``a`` of ``src`` is, whole, in the row-major reshape to ``dst``: the axis of the
-    same size after the same number of elements (None: it is merged or split)."""
-    before = _key(src[:a])
+    same size after the same number of elements (None: it is merged or split). The elements
+    before it are the same when those after it are (the totals are equal): a run-time ``-1``
+    before the axis (``s0*s1//(s1//8)``) is then known to fill exactly what the input had."""
+    before, after = _key(src[:a]), _key(src[a + 1:])
     for b in range(len(dst)):
-        if same_dim(dst[b], src[a]) and _key(dst[:b]) == before:
+        if same_dim(dst[b], src[a]) and (_key(dst[:b]) == before or _key(dst[b + 1:]) == after):
             return b
     return None
 

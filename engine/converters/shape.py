@@ -189,7 +189,7 @@ def _emit_reshape(ctx, op, key: str):
     expression ``shape_expr`` (``[1,16,size(@1,2),size(@1,3)]``) and the tensors it measures as
     extra inputs (ncnn's Reshape evaluates it: one Reshape keeps any number of dynamic dims)."""
     x, shape = op.inputs[0], _size_param(op, key)
-    if sum(1 for d in (op.outputs[0].shape or [])[1:] if not isinstance(d, int)) >= 2:
+    if sum(1 for d in (op.outputs[0].shape or []) if not isinstance(d, int)) >= 2:
         refs = [x]
         terms = [str(s) if isinstance(s, int) else (None if op.named_input(f"{key}.{i}") is None
                                                     else size_term(ctx, op.named_input(f"{key}.{i}"), refs))
@@ -659,11 +659,16 @@ def moves_batch(x: Operand, out: Operand) -> bool:
     return bi is None or bo is None or reshape_axis(x.shape, bi, out.shape) != bo
 
 
-def batch_reshape(ctx, x: Operand, out: Operand) -> Operand:
+def batch_reshape(ctx, x: Operand, out: Operand, op=None) -> Operand:
     """One ncnn ``Reshape`` over the whole logical tensors (the batch as a dim): ``12=`` where
-    the batch axis is in ``x``'s torch shape, ``13=`` where it goes in ``out``'s (233: none)."""
+    the batch axis is in ``x``'s torch shape, ``13=`` where it goes in ``out``'s (233: none).
+    Dynamic dims keep their input extent or are inferred; more than one that is neither needs
+    the shape expression of ``op`` (the reshape), evaluated over the batch count too."""
     bi, bo = batch_dim(x), batch_dim(out)
     src, dst = list(x.shape), list(out.shape)
+    if not 1 <= len(dst) <= 5:
+        ctx.unsupported(f"reshape to {dst}: ncnn holds at most 4 dims and a batch")
+    axes = {"input_batch_axis": 233 if bi is None else bi, "output_batch_axis": 233 if bo is None else bo}
     dims: list[int] = []
     inferred = False
     for j, d in enumerate(dst):
@@ -674,11 +679,12 @@ def batch_reshape(ctx, x: Operand, out: Operand) -> Operand:
         elif not inferred:
             dims.append(int(ReshapeDim.INFER))
             inferred = True
+        elif op is not None and "shape_expr" in op.params:
+            expr = ncnn_list_expression(str(op.params["shape_expr"]), op.inputs, batch=True)
+            return ctx.layer("Reshape", list(op.inputs), shape_expr=expr, **axes)
         else:
-            ctx.unsupported(f"reshape of {x.name} {src} to {dst} moving the batch axis with more than one dynamic dim")
-    if not 1 <= len(dims) <= 5:
-        ctx.unsupported(f"reshape to {dst}: ncnn holds at most 4 dims and a batch")
-    axes = {"input_batch_axis": 233 if bi is None else bi, "output_batch_axis": 233 if bo is None else bo}
+            ctx.unsupported(f"reshape of {x.name} {src} to {dst} moving the batch axis with more than one dynamic dim "
+                            "that is not computed from sizes")
     if len(dims) == 5:
         return ctx.layer("Reshape", [x], shape_expr=",".join(str(d) for d in reversed(dims)), **axes)
     return ctx.layer("Reshape", [x], **dict(zip(_DIM_NAMES[len(dims)], dims)), **axes)
@@ -693,7 +699,7 @@ def reshape_ncnn(ctx, op):
     if out is None or ncnn_shape(op.inputs[0]) is None:
         ctx.unsupported("reshape of a tensor of unknown shape")
     if moves_batch(op.inputs[0], op.outputs[0]):
-        return batch_reshape(ctx, op.inputs[0], op.outputs[0])
+        return batch_reshape(ctx, op.inputs[0], op.outputs[0], op)
     try:
         return reshape_to(ctx, op.inputs[0], out, final=True)
     except Unsupported:
@@ -712,18 +718,20 @@ def ncnn_shape_expression(op) -> str:
     return ncnn_list_expression(str(op.params["shape_expr"]), op.inputs, drop=batch_dim(op.outputs[0]))
 
 
-def ncnn_list_expression(text: str, inputs, *, drop: int | None = None) -> str:
+def ncnn_list_expression(text: str, inputs, *, drop: int | None = None, batch: bool = False) -> str:
     """A pnnx list expression (``[size(@0,2),mul(size(@1,3),2)]``) as an ncnn one over the
-    blobs ``inputs``, innermost first (``*(1w,2),0h``); item ``drop`` (a batch dim) left out."""
+    blobs ``inputs``, innermost first (``*(1w,2),0h``); item ``drop`` (a batch dim) left out.
+    With ``batch`` the list is a whole logical shape (a batch-aware ``Reshape``): up to 5 items,
+    and a measured batch dim is the blob's batch count (``0n``) instead of 1."""
     text = text.strip()
     try:
         items = [parse_expression(t) for t in _split_top(text[1:-1])]
     except ExpressionError as e:
         raise Unsupported(f"unsupported: shape expression {text}: {e}") from None
     items = [t for i, t in enumerate(items) if i != drop]
-    if not 1 <= len(items) <= 4:
+    if not 1 <= len(items) <= 4 + batch:
         raise Unsupported(f"unsupported: ncnn has no {len(items)}-D blobs (shape {text})")
-    return ",".join(_ncnn_term(t, inputs) for t in reversed(items))
+    return ",".join(_ncnn_term(t, inputs, batch=batch) for t in reversed(items))
 
 
 def _split_top(text: str) -> list[str]:
@@ -738,19 +746,20 @@ def _split_top(text: str) -> list[str]:
     return parts + [cur]
 
 
-def _ncnn_term(node, inputs) -> str:
+def _ncnn_term(node, inputs, *, batch: bool = False) -> str:
     if isinstance(node, Call) and node.name == "size" and len(node.args) == 2 and isinstance(node.args[0], Arg):
         t = inputs[node.args[0].index]
         d = normalize_dim(int(node.args[1]), _rank(t))
         if d == batch_dim(t):
-            return "1"
+            return f"{node.args[0].index}n" if batch else "1"
         return f"{node.args[0].index}{_DIM_NAMES[ncnn_rank_of(t)][ncnn_axis(t, d)]}"
     if isinstance(node, Call) and node.name == "floor_divide" and _may_be_negative(node.args[0]):
         # ncnn's integer // truncates; on floats it floors, as Python does (halves are exact)
-        a, b = (_ncnn_term(x, inputs) for x in node.args)
+        a, b = (_ncnn_term(x, inputs, batch=batch) for x in node.args)
         return f"//(*({a},0.5),*({b},0.5))"
     if isinstance(node, Call):
-        return f"{_NCNN_EXPR_OPS.get(node.name, node.name)}({','.join(_ncnn_term(a, inputs) for a in node.args)})"
+        args = ",".join(_ncnn_term(a, inputs, batch=batch) for a in node.args)
+        return f"{_NCNN_EXPR_OPS.get(node.name, node.name)}({args})"
     if isinstance(node, Arg):
         raise Unsupported(f"unsupported: shape expression reads the value of input {node.index}")
     return str(int(node)) if float(node).is_integer() else repr(float(node))

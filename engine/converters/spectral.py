@@ -7,14 +7,15 @@ ATen → pnnx:
   (``n_fft, hop_length, win_length, window, center, pad_mode, normalized, onesided``) with the
   window type read off its constant window (all ones, or periodic Hann / Hamming; none = ones);
   export has already padded a centred input, so ``center`` is usually False;
-* ``aten.istft.default`` → ``torch.istft`` (the same, plus ``length``);
+* ``aten.istft.default`` → ``torch.istft`` (the same, plus ``length`` and ``return_complex``);
 * ``aten.view_as_real.default`` / ``aten.view_as_complex.default`` → ``torch.view_as_real`` /
   ``torch.view_as_complex``; ``aten.abs.default`` of a complex tensor → ``torch.abs``.
 
 pnnx → ncnn: ncnn has no complex numbers: a complex tensor is its ``view_as_real`` layout
 (``(..., 2)``, real and imaginary parts innermost). ``torch.stft`` → ``Spectrogram`` (``power`` 0,
 a (freqs, frames, 2) blob) of a 1-D signal; ``torch.istft`` → ``InverseSpectrogram`` (``returns``
-1: the real signal) of a (freqs, frames, 2) blob, cut to ``length`` with a ``Crop`` when that is
+1: the real signal; 0: a complex one as (samples, 2)) of a (freqs, frames, 2) blob, one-sided
+or two-sided, cut to ``length`` with a ``Crop`` when that is
 shorter; the two views are no layers at all; ``abs`` of a complex tensor is a ``Reduction`` L2
 over the innermost axis. A complex value read by anything else is refused: ncnn would compute
 on the real layout as if it were the tensor.
@@ -91,8 +92,6 @@ def _transform_params(ctx, op, inverse: bool) -> dict:
         kind, win = padded_window(value, n_fft) or (None, win)
     if kind is None:
         ctx.unsupported("a window other than all ones, periodic Hann or periodic Hamming (what ncnn generates)")
-    if op.params.get("onesided") is False and inverse:
-        ctx.unsupported("istft with onesided=False")
     return {"n_fft": n_fft, "hop_length": hop, "win_length": win, "window": kind,
             "center": bool(op.params.get("center", False)), "pad_mode": op.params.get("pad_mode") or "reflect",
             "normalized": bool(op.params.get("normalized")), "onesided": op.params.get("onesided") is not False}
@@ -110,13 +109,12 @@ def stft(ctx, op):
 
 @aten_converter("aten.istft.default")
 def istft(ctx, op):
-    if op.params.get("return_complex"):
-        ctx.unsupported("istft with return_complex=True")
     params = _transform_params(ctx, op, inverse=True)
     length = op.params.get("length")
     if length is not None and not isinstance(length, int):
         ctx.unsupported(f"istft length={length!r} computed at run time")
     params["length"] = length
+    params["return_complex"] = bool(op.params.get("return_complex"))
     return ctx.emit("torch.istft", [op.inputs[0]], params=params)
 
 
@@ -178,25 +176,31 @@ def _istft_length(op) -> int:
 
 
 def _check_istft(op, ctx):
-    x = op.inputs[0]
+    x, out = op.inputs[0], op.outputs[0]
     if x.shape is None or len(ncnn_shape(x) or []) != 3:
         return f"unsupported: istft of {x.name} {x.shape} (ncnn's InverseSpectrogram takes one spectrum)"
     natural, length = _istft_length(op), op.params.get("length")
     if length is not None and length > natural:
         return f"unsupported: istft to length {length}, longer than the {natural} samples the frames cover"
-    if len(ncnn_shape(op.outputs[0]) or []) != 1:
-        return f"unsupported: istft to {op.outputs[0].shape}"
-    return None
+    if len(ncnn_shape(out) or []) != 1:
+        return f"unsupported: istft to {out.shape}"
+    return _complex_readers_only(out) if _is_complex(out) else None
 
 
 @ncnn_rule("torch.istft", validator=_check_istft)
 def istft_layer(ctx, op):
-    y = ctx.layer("InverseSpectrogram", [op.inputs[0]], returns=1, **_spectral_params(op.params))
+    """``returns`` 1 (the real signal), or 0 (the complex one, in its real layout ``(samples,
+    2)``) for ``return_complex=True``; one-sided or not is read off the spectrum's height."""
+    out = op.outputs[0]
+    complex_out = _is_complex(out)
+    layout = {"shape": _real_layout(out), "dtype": "f32"} if complex_out else {}
+    y = ctx.layer("InverseSpectrogram", [op.inputs[0]], returns=0 if complex_out else 1, **layout,
+                  **_spectral_params(op.params))
     natural, length = _istft_length(op), op.params.get("length")
     if length is None or length == natural:
         return y
-    intermediate(y, [natural])
-    return ctx.layer("Crop", [y], starts=[0], ends=[length], axes=[0])
+    intermediate(y, [natural, 2] if complex_out else [natural])
+    return ctx.layer("Crop", [y], starts=[0], ends=[length], axes=[0], **layout)
 
 
 def _check_view(op, ctx):

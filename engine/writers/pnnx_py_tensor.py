@@ -3,7 +3,7 @@
 ``Tensor.slice`` as indexing, ``torch.cat``, ``torch.index_select`` with a constant index,
 reductions (``dim=None``, several dims for ``prod``, ``max``/``min`` values), ``unsqueeze`` of
 several dims, and functions whose pnnx params PyTorch spells otherwise (``F.pad``, ``F.elu``
-with a scale, ``F.avg_pool1d``).
+with a scale, ``F.avg_pool1d``, ``torch.stft``/``istft`` with a named window).
 """
 from __future__ import annotations
 
@@ -193,3 +193,22 @@ def _elu(cx: OpContext) -> OpSource:
         return OpSource(forward=[cx.assign(call("F.elu", [cx.x], cx.params(("scale",))))])
     alpha = literal(cx.op.params.get("alpha", 1.0))
     return OpSource(forward=[cx.assign(f"torch.ops.aten.elu({cx.x}, {alpha}, {literal(scale)})")])
+
+
+#: the PyTorch window functions for pnnx's ``window`` names (``ones``: the rectangular window)
+_WINDOW_FUNCTIONS = {"hann": "torch.hann_window", "hamming": "torch.hamming_window", "ones": "torch.ones"}
+
+
+@emitter("torch.stft", "torch.istft")
+def _spectral(cx: OpContext) -> OpSource:
+    """pnnx names the window (``hann``, ``hamming``, ``ones`` of ``win_length`` samples); PyTorch
+    takes the tensor, made here in the signal's real dtype."""
+    op = cx.op
+    dtype = f"{cx.x}.dtype" if op.type == "torch.stft" else \
+        f"(torch.float64 if {cx.x}.dtype == torch.complex128 else torch.float32)"  # (.real would be an op)
+    window = f"{_WINDOW_FUNCTIONS[op.params['window']]}({int(op.params['win_length'])}, dtype={dtype})"
+    params = [(k, v) for k, v in cx.params(("window",)) if not (k == "pad_mode" and op.type == "torch.istft")]
+    params.append(("window", window))
+    if op.type == "torch.stft":
+        params.append(("return_complex", "True"))
+    return OpSource(forward=[cx.assign(call(op.type, [cx.x], params))])

@@ -206,3 +206,31 @@ def test_run_time_select_and_negative_floor_divisions(tmp_path, dialect, sizes):
     check_module(RunTimeBounds().eval(), [torch.randn(7, 10), torch.randn(1, 3, 39, 16)], tmp_path, dialect=dialect,
                  dynamic_shapes=({1: auto}, {2: auto, 3: auto}),
                  run_inputs=[torch.randn(r, n), torch.randn(1, 3, h, w)], expect_types=["Crop"])
+
+
+class BatchThroughRunTimeReshapes(nn.Module):
+    """The batch axis moved inside the tensor and back while both spatial sizes are dynamic (as in
+    pnnx's ``test_ncnn_solve_batch_index``): rows regrouped by a count computed from the height,
+    the batch carried as an inner axis, then put first again. Two dims of the middle reshape
+    are computed at run time, so ncnn's batch-aware ``Reshape`` evaluates a shape expression over
+    the batch count."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 6, 1)
+
+    def forward(self, x):
+        y = self.conv(x).permute(2, 3, 0, 1)  # (H, W, N, 6)
+        y = y.reshape(-1, y.size(0) // 4, y.size(2), 2, 3).transpose(0, 1)  # (H//4, H*W/(H//4), N, 2, 3)
+        y = y.reshape(-1, y.size(2), 6).permute(1, 2, 0)  # (N, 6, H*W)
+        return torch.sigmoid(y.reshape(y.size(0), 1, -1))
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("batch", [1, 2])
+def test_batch_moved_through_reshapes_with_two_run_time_dims(tmp_path, dialect, batch):
+    auto = torch.export.Dim.AUTO
+    checked = check_module(BatchThroughRunTimeReshapes().eval(), [torch.randn(batch, 3, 16, 12)], tmp_path,
+                           dialect=dialect, dynamic_shapes=({2: auto, 3: auto},),
+                           run_inputs=[torch.randn(batch, 3, 24, 20)], expect_types=["Reshape"])
+    assert [spec["batch_dim"] for spec in checked.result.ncnn.meta["outputs"]] == [0]

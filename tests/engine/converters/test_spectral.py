@@ -101,3 +101,35 @@ def test_complex_result_used_elementwise_is_refused(tmp_path):
 
     result = convert(str(export_pt2(Scaled(), [torch.randn(1, 64)], tmp_path / "m.pt2")), ConvertOptions())
     assert any("complex" in d.reason for d in result.errors), result.errors
+
+
+class ComplexViews(STFT):
+    """A 1-D signal's spectrum moved around while complex: core ATen also squeezes it (it
+    computes a batch of one), and here it is transposed, given a leading dim and reshaped."""
+
+    def forward(self, x):
+        s = torch.stft(x, window=self.window, **self.kw)  # (freqs, frames)
+        t = s.transpose(0, 1).unsqueeze(0)  # (1, frames, freqs)
+        return torch.view_as_real(s), torch.view_as_real(t.reshape(1, -1))
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_views_of_a_complex_spectrum(tmp_path, dialect):
+    c = check_module(ComplexViews(), [torch.randn(100)], tmp_path, dialect=dialect)
+    assert "Spectrogram" in [op.type for op in c.result.ncnn.ops]
+
+
+class ComplexISTFT(ISTFT):
+    """istft with ``return_complex=True`` of a two-sided spectrum, returned as its real layout."""
+
+    def forward(self, x):
+        return torch.view_as_real(torch.istft(torch.view_as_complex(x), window=self.window, **self.kw))
+
+
+@pytest.mark.parametrize("kw", [dict(center=False, window="hamming"), dict(center=True, length=28)],
+                         ids=["not_centred", "length"])
+def test_istft_complex_result(tmp_path, kw):
+    m = ComplexISTFT(onesided=False, return_complex=True, **kw)
+    spectrum = torch.randn(16, 9, 2)  # n_fft = 16 frequencies (two-sided), 9 frames
+    c = check_module(m, [spectrum], tmp_path)
+    assert "InverseSpectrogram" in [op.type for op in c.result.ncnn.ops]

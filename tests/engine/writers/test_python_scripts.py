@@ -230,3 +230,27 @@ def test_scripts_of_a_model_with_two_outputs_return_both(tmp_path):
     assert isinstance(got, tuple) and isinstance(got[1], list)
     assert [tuple(t.shape) for t in flatten(got)] == [(1, 6), (1, 6)]
     assert np.isfinite(c.ncnn_error)
+
+
+class Spectra(nn.Module):
+    """stft of a 1-D signal with a Hann window of 12 samples, moved around while complex, and a
+    complex istft of a two-sided spectrum: pnnx names the windows, the scripts make them."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("window", torch.hann_window(12))
+        self.register_buffer("inverse_window", torch.hamming_window(16))
+
+    def forward(self, x, spectrum):
+        s = torch.stft(x, 16, 4, 12, self.window, return_complex=True).transpose(0, 1)
+        y = torch.istft(torch.view_as_complex(spectrum), 16, 4, window=self.inverse_window, center=False,
+                        onesided=False, return_complex=True)
+        return torch.view_as_real(s), torch.view_as_real(y)
+
+
+def test_spectral_transforms_through_both_scripts_and_the_round_trip(tmp_path):
+    m = Spectra()
+    result = _convert(m, [torch.randn(100), torch.randn(16, 9, 2)], tmp_path)
+    c = check_scripts(result, m, tmp_path / "out")
+    assert c.pnnx_error <= 1e-5 and c.ncnn_error <= 1e-4 and c.roundtrip_error <= 1e-5
+    assert c.roundtrip_layers <= c.layers

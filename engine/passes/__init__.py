@@ -6,6 +6,7 @@ pnnx→ncnn lowering → ncnn-level fusions → Split insertion → blob naming.
 from __future__ import annotations
 
 from . import (
+    decompose_fft,
     decompose_runtime_lookups,
     eliminate_broadcast_reshape,
     eliminate_dead_code,
@@ -68,6 +69,7 @@ PIPELINE = [
     recompose_reductions.run,
     recompose_spectral.run,
     realize_complex_views.run,
+    decompose_fft.run,
     recompose_matmul.run,
     recompose_attention.run,
     fold_dynamic_constants.run,

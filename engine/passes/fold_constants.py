@@ -272,6 +272,14 @@ def _index_put(a: Args):
     return out
 
 
+def _unfold(a: Args):
+    """``x.unfold(dim, size, step)``: windows along ``dim``, each window's samples last."""
+    x = a.array("self")
+    dim = int(a["dimension"]) % max(x.ndim, 1)
+    windows = np.lib.stride_tricks.sliding_window_view(x, int(a["size"]), axis=dim)
+    return np.ascontiguousarray(np.take(windows, np.arange(0, windows.shape[dim], int(a["step"])), axis=dim))
+
+
 def _masked_fill(a: Args):
     x = a.array("self")
     return np.where(a.array("mask"), np.asarray(a["value"], dtype=x.dtype), x)
@@ -454,6 +462,7 @@ FOLDERS: dict[str, Callable[[Args], Any]] = {
     "aten.fill.Tensor": lambda a: np.full(_shape_of(a), a.array("value")),
     "aten.copy.default": _copy, "aten.slice_scatter.default": _slice_scatter,
     "aten.select_scatter.default": _select_scatter, "aten.index.Tensor": _index, "aten.index_put.default": _index_put,
+    "aten.unfold.default": _unfold,
     "aten.index_select.default": lambda a: np.take(a.array("self"), a.array("index"), axis=a["dim"]),
     "aten.embedding.default": lambda a: np.take(a.array("weight"), a.array("indices"), axis=0),
     "aten.gather.default": lambda a: np.take_along_axis(a.array("self"), a.array("index"), axis=a["dim"]),

@@ -1,5 +1,6 @@
 """stft / istft → ncnn Spectrogram / InverseSpectrogram with view_as_real / view_as_complex /
-abs around them, both dialects (core ATen's framed FFT is recomposed; its istft is refused).
+abs around them, both dialects (core ATen's framed FFT is recomposed; its istft converts piece by
+piece); real FFTs as products with a constant DFT basis.
 Windows are module buffers, as torchaudio's Spectrogram keeps them."""
 import pytest
 import torch
@@ -65,20 +66,33 @@ def test_stft(tmp_path, dialect, name):
 @pytest.mark.parametrize("kw", [dict(), dict(window="hamming", normalized=True), dict(length=50),
                                 dict(n_fft=32, hop=8, window="ones")], ids=["hann", "hamming_normalized", "length",
                                                                              "ones"])
-def test_istft(tmp_path, kw):
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_istft(tmp_path, kw, dialect):
+    """Core ATen writes istft as an inverse real FFT of each frame (a product with a constant
+    basis here), a window product, an overlap-add (a Fold of one row) and a division by the
+    folded window envelope."""
     m = ISTFT(**kw)
-    c = check_module(m, [m.spectrum(100)], tmp_path)
-    assert "InverseSpectrogram" in [op.type for op in c.result.ncnn.ops]
+    c = check_module(m, [m.spectrum(100)], tmp_path, dialect=dialect)
+    types = [op.type for op in c.result.ncnn.ops]
+    assert ("InverseSpectrogram" if dialect == "training" else "Fold") in types
 
 
-def test_istft_core_is_refused(tmp_path):
-    """Core ATen's istft (an inverse real FFT, an overlap-add index_put, a window envelope) is
-    not recomposed: refused at its FFT."""
-    from engine.convert import ConvertOptions, convert
+class RealFFT(torch.nn.Module):
+    """torch.fft.rfft / irfft along the last dim (core ATen's _fft_r2c / _fft_c2r)."""
 
-    m = ISTFT()
-    result = convert(str(export_pt2(m, [m.spectrum()], tmp_path / "m.pt2", dialect="core")), ConvertOptions())
-    assert any(d.op == "aten._fft_c2r.default" for d in result.errors), result.errors
+    def __init__(self, norm):
+        super().__init__()
+        self.norm = norm
+
+    def forward(self, x):
+        s = torch.fft.rfft(x, norm=self.norm)
+        return torch.view_as_real(s), torch.fft.irfft(s, n=x.shape[-1], norm=self.norm)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("norm", ["backward", "ortho", "forward"])
+def test_real_fft_and_its_inverse(tmp_path, dialect, norm):
+    check_module(RealFFT(norm), [torch.randn(1, 3, 20)], tmp_path, dialect=dialect)
 
 
 def test_custom_window_is_refused(tmp_path):

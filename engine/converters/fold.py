@@ -10,9 +10,10 @@ with gathers, recognised here:
   (N, C, kh, oh, kw, ow) — the permute and view core ATen puts after it cancel against these;
 * col2im: ``index_put(zeros, [None, None, I, J], values, accumulate=True)`` with the same
   windows → ``values`` permuted and reshaped back to (N, C·kh·kw, oh·ow), then ``F.fold``;
-* a 1-D overlap-add (core ATen's ``istft``): ``index_put(zeros (..., L), [..., idx],
-  values (..., B·K), accumulate=True)`` along the last dim with ``idx`` the flattened windows
-  ``unfold(arange(L), K, step)`` → ``values`` as (N, K, B) columns, ``F.fold`` to (N, 1, 1, L')
+* a 1-D overlap-add (core ATen's ``istft``): ``index_put(zeros (..., L, T...), [..., idx],
+  values (..., B·K, T...), accumulate=True)`` along one dim with ``idx`` the flattened windows
+  ``unfold(arange(L), K, step)`` → ``values`` as (N, T·K, B) columns (the trailing dims ``T``,
+  e.g. a complex value's real and imaginary parts, as channels), ``F.fold`` to (N, T, 1, L')
   with a 1×K kernel and stride 1×step, padded with zeros to ``L`` when the windows stop short.
 
 pnnx → ncnn: ``Unfold`` on a (C, H, W) blob → (C·kh·kw, L); ``Fold`` on a (C·kh·kw, L) blob →
@@ -131,18 +132,20 @@ def col2im_scatter(ctx, op):
     return ctx.emit("F.fold", [cols], params={"output_size": [h, w], **win.params()})
 
 
-def _overlap_windows(op, ctx) -> tuple[int, int, int] | None:
-    """``(K, step, B)`` when ``op`` accumulates into zeros along the last dim at the flattened
+def _overlap_windows(op, ctx) -> tuple[int, int, int, int] | None:
+    """``(dim, K, step, B)`` when ``op`` accumulates into zeros along one dim at the flattened
     windows ``unfold(arange(L), K, step)`` (B windows from 0), else None."""
     base, values = op.inputs[0], op.named_input("values")
     listed = op.params.get("indices") or [n for n in op.input_names if n.startswith("indices.")]
     used = [d for d, v in enumerate(listed) if v is not None]
     zeros = ctx.const_value(base)
     if not op.params.get("accumulate") or zeros is None or np.any(zeros) or values is None or base.shape is None \
-            or values.shape is None or used != [len(base.shape) - 1] or len(listed) != len(base.shape):
+            or values.shape is None or len(used) != 1 or not all(isinstance(d, int) for d in base.shape):
         return None
-    idx = ctx.const_value(op.named_input(f"indices.{used[0]}"))
-    if idx is None or np.ndim(idx) != 1 or len(idx) < 1 or list(values.shape) != list(base.shape[:-1]) + [len(idx)]:
+    dim = used[0]
+    idx = ctx.const_value(op.named_input(f"indices.{dim}"))
+    shape = list(base.shape)
+    if idx is None or np.ndim(idx) != 1 or len(idx) < 1 or list(values.shape) != shape[:dim] + [len(idx)] + shape[dim + 1:]:
         return None
     idx = np.asarray(idx, np.int64)
     jumps = np.flatnonzero(np.diff(idx) != 1)
@@ -150,9 +153,9 @@ def _overlap_windows(op, ctx) -> tuple[int, int, int] | None:
     blocks = len(idx) // k
     step = int(idx[k] - idx[0]) if blocks > 1 else 1
     want = (np.arange(blocks)[:, None] * step + np.arange(k)[None, :]).reshape(-1)
-    if len(idx) % k or step < 1 or not np.array_equal(idx, want) or want[-1] >= base.shape[-1]:
+    if len(idx) % k or step < 1 or not np.array_equal(idx, want) or want[-1] >= shape[dim]:
         return None
-    return k, step, blocks
+    return dim, k, step, blocks
 
 
 def _check_scatter(op, ctx):
@@ -168,18 +171,23 @@ def scatter_windows(ctx, op):
     found = _overlap_windows(op, ctx)
     if found is None:
         return col2im_scatter(ctx, op)
-    k, step, blocks = found
+    dim, k, step, blocks = found
     base, values = op.inputs[0], op.named_input("values")
-    n = int(np.prod(base.shape[:-1], dtype=np.int64))
-    length = (blocks - 1) * step + k
-    y = ctx.emit("Tensor.reshape", [values], params={"shape": [n, blocks, k]}, shape=[n, blocks, k])
-    cols = ctx.emit("Tensor.permute", [y], params={"dims": [0, 2, 1]}, shape=[n, k, blocks])
+    shape = list(base.shape)
+    n, rest = int(np.prod(shape[:dim], dtype=np.int64)), int(np.prod(shape[dim + 1:], dtype=np.int64))
+    length, total = (blocks - 1) * step + k, shape[dim]
+    y = ctx.emit("Tensor.reshape", [values], params={"shape": [n, blocks, k, rest]}, shape=[n, blocks, k, rest])
+    y = ctx.emit("Tensor.permute", [y], params={"dims": [0, 3, 2, 1]}, shape=[n, rest, k, blocks])
+    cols = ctx.emit("Tensor.reshape", [y], params={"shape": [n, rest * k, blocks]}, shape=[n, rest * k, blocks])
     y = ctx.emit("F.fold", [cols], params={"output_size": [1, length], "kernel_size": [1, k], "dilation": [1, 1],
-                                           "padding": [0, 0], "stride": [1, step]}, shape=[n, 1, 1, length])
-    if length < base.shape[-1]:
-        y = ctx.emit("F.pad", [y], params={"pad": [0, base.shape[-1] - length], "mode": "constant", "value": 0.0},
-                     shape=[n, 1, 1, base.shape[-1]])
-    return ctx.emit("Tensor.reshape", [y], params={"shape": list(base.shape)})
+                                           "padding": [0, 0], "stride": [1, step]}, shape=[n, rest, 1, length])
+    if length < total:
+        y = ctx.emit("F.pad", [y], params={"pad": [0, total - length], "mode": "constant", "value": 0.0},
+                     shape=[n, rest, 1, total])
+    if rest > 1:  # the trailing dims were the fold's channels: put them back after the windowed dim
+        y = ctx.emit("Tensor.reshape", [y], params={"shape": [n, rest, total]}, shape=[n, rest, total])
+        y = ctx.emit("Tensor.permute", [y], params={"dims": [0, 2, 1]}, shape=[n, total, rest])
+    return ctx.emit("Tensor.reshape", [y], params={"shape": shape})
 
 
 # ----------------------------------------------------------------------------- pnnx → ncnn

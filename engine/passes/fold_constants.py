@@ -280,6 +280,17 @@ def _unfold(a: Args):
     return np.ascontiguousarray(np.take(windows, np.arange(0, windows.shape[dim], int(a["step"])), axis=dim))
 
 
+def _constant_pad(a: Args):
+    """``constant_pad_nd``: ``pad`` pairs from the last dim back; a negative width crops."""
+    x = a.array("self")
+    pad = [int(p) for p in a["pad"]]
+    widths = [(0, 0)] * x.ndim
+    for i in range(len(pad) // 2):
+        widths[x.ndim - 1 - i] = (pad[2 * i], pad[2 * i + 1])
+    x = x[tuple(slice(max(-lo, 0), x.shape[d] - max(-hi, 0)) for d, (lo, hi) in enumerate(widths))]
+    return np.pad(x, [(max(lo, 0), max(hi, 0)) for lo, hi in widths], constant_values=a.get("value", 0) or 0)
+
+
 def _masked_fill(a: Args):
     x = a.array("self")
     return np.where(a.array("mask"), np.asarray(a["value"], dtype=x.dtype), x)
@@ -462,7 +473,7 @@ FOLDERS: dict[str, Callable[[Args], Any]] = {
     "aten.fill.Tensor": lambda a: np.full(_shape_of(a), a.array("value")),
     "aten.copy.default": _copy, "aten.slice_scatter.default": _slice_scatter,
     "aten.select_scatter.default": _select_scatter, "aten.index.Tensor": _index, "aten.index_put.default": _index_put,
-    "aten.unfold.default": _unfold,
+    "aten.unfold.default": _unfold, "aten.constant_pad_nd.default": _constant_pad,
     "aten.index_select.default": lambda a: np.take(a.array("self"), a.array("index"), axis=a["dim"]),
     "aten.embedding.default": lambda a: np.take(a.array("weight"), a.array("indices"), axis=0),
     "aten.gather.default": lambda a: np.take_along_axis(a.array("self"), a.array("index"), axis=a["dim"]),

@@ -142,8 +142,18 @@ class ComplexISTFT(ISTFT):
 
 @pytest.mark.parametrize("kw", [dict(center=False, window="hamming"), dict(center=True, length=28)],
                          ids=["not_centred", "length"])
-def test_istft_complex_result(tmp_path, kw):
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_istft_complex_result(tmp_path, kw, dialect):
+    """Core ATen: a complex FFT (a product with a constant basis on the real layouts), a complex
+    overlap-add (a Fold whose channels are the real and imaginary parts), a complex division
+    by the window envelope."""
     m = ComplexISTFT(onesided=False, return_complex=True, **kw)
     spectrum = torch.randn(16, 9, 2)  # n_fft = 16 frequencies (two-sided), 9 frames
-    c = check_module(m, [spectrum], tmp_path)
-    assert "InverseSpectrogram" in [op.type for op in c.result.ncnn.ops]
+    c = check_module(m, [spectrum], tmp_path, dialect=dialect)
+    assert ("InverseSpectrogram" if dialect == "training" else "Fold") in [op.type for op in c.result.ncnn.ops]
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_istft_of_two_spectra(tmp_path, dialect):
+    m = ISTFT(window="hamming")
+    check_module(m, [torch.cat([m.spectrum(80), m.spectrum(80)])], tmp_path, dialect=dialect)

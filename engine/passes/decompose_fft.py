@@ -90,56 +90,33 @@ def _static(shape) -> bool:
     return shape is not None and len(shape) >= 1 and all(isinstance(d, int) for d in shape[-1:])
 
 
-def _rfft(graph: Graph, op: Operator) -> None:
+def _view(em: AtenEmitter, x, shape: list, name: str):
+    y = em.op("aten.view.default", {"self": x}, shape=shape, dtype=x.dtype, name=name)
+    y.producer.params["size"] = list(shape)
+    return y
+
+
+def _flat_pairs(em: AtenEmitter, x, name: str):
+    """A complex ``x`` (..., F) as its real layout flattened to (..., 2F)."""
+    pairs = em.op("aten.view_as_real.default", {"self": x}, shape=list(x.shape) + [2], dtype=REAL_OF[x.dtype],
+                  name=f"{name}_pairs")
+    return _view(em, pairs, list(x.shape[:-1]) + [2 * x.shape[-1]], f"{name}_flat")
+
+
+def _transform(graph: Graph, op: Operator, basis: np.ndarray) -> None:
+    """``op``'s input (its flattened real layout when complex) times ``basis``, as ``op``'s output
+    (a complex one through its real layout)."""
     x, out = op.inputs[0], op.outputs[0]
-    n, freqs = x.shape[-1], out.shape[-1]
     em = AtenEmitter(graph, op)
-    basis = em.constant(forward_basis(n, freqs, _normalization(op)), name=f"{op.name}_basis")
-    real = REAL_OF.get(out.dtype, "f32")
-    y = em.op("aten.matmul.default", {"self": x, "other": basis}, shape=list(x.shape[:-1]) + [2 * freqs], dtype=real,
-              name=f"{op.name}_product")
-    pairs = em.op("aten.view.default", {"self": y}, shape=list(out.shape) + [2], dtype=real, name=f"{op.name}_pairs")
-    pairs.producer.params["size"] = list(out.shape) + [2]
-    em.replace(em.op("aten.view_as_complex.default", {"self": pairs}, shape=list(out.shape), dtype=out.dtype,
-                     name=f"{op.name}_spectrum"))
-    graph.remove_op(op)
-
-
-def _irfft(graph: Graph, op: Operator) -> None:
-    x, out = op.inputs[0], op.outputs[0]
-    n, freqs = out.shape[-1], x.shape[-1]
-    em = AtenEmitter(graph, op)
-    real = REAL_OF[x.dtype]
-    pairs = em.op("aten.view_as_real.default", {"self": x}, shape=list(x.shape) + [2], dtype=real,
-                  name=f"{op.name}_pairs")
-    flat = em.op("aten.view.default", {"self": pairs}, shape=list(x.shape[:-1]) + [2 * freqs], dtype=real,
-                 name=f"{op.name}_flat")
-    flat.producer.params["size"] = list(x.shape[:-1]) + [2 * freqs]
-    basis = em.constant(inverse_basis(n, freqs, _normalization(op)), name=f"{op.name}_basis")
-    em.replace(em.op("aten.matmul.default", {"self": flat, "other": basis}, shape=list(out.shape), dtype=out.dtype,
-                     name=f"{op.name}_signal"))
-    graph.remove_op(op)
-
-
-def _cfft(graph: Graph, op: Operator) -> None:
-    x, out = op.inputs[0], op.outputs[0]
-    n = x.shape[-1]
-    em = AtenEmitter(graph, op)
-    real = REAL_OF[x.dtype]
-    pairs = em.op("aten.view_as_real.default", {"self": x}, shape=list(x.shape) + [2], dtype=real,
-                  name=f"{op.name}_pairs")
-    flat = em.op("aten.view.default", {"self": pairs}, shape=list(x.shape[:-1]) + [2 * n], dtype=real,
-                 name=f"{op.name}_flat")
-    flat.producer.params["size"] = list(x.shape[:-1]) + [2 * n]
-    basis = em.constant(complex_basis(n, op.params.get("normalization", 0), bool(op.params.get("forward", True))),
-                        name=f"{op.name}_basis")
-    y = em.op("aten.matmul.default", {"self": flat, "other": basis}, shape=list(x.shape[:-1]) + [2 * n], dtype=real,
-              name=f"{op.name}_product")
-    out_pairs = em.op("aten.view.default", {"self": y}, shape=list(out.shape) + [2], dtype=real,
-                      name=f"{op.name}_out_pairs")
-    out_pairs.producer.params["size"] = list(out.shape) + [2]
-    em.replace(em.op("aten.view_as_complex.default", {"self": out_pairs}, shape=list(out.shape), dtype=out.dtype,
-                     name=f"{op.name}_spectrum"))
+    flat = _flat_pairs(em, x, op.name) if x.dtype in REAL_OF else x
+    real = REAL_OF.get(out.dtype, out.dtype)
+    y = em.op("aten.matmul.default", {"self": flat, "other": em.constant(basis, name=f"{op.name}_basis")},
+              shape=list(x.shape[:-1]) + [basis.shape[1]], dtype=real, name=f"{op.name}_product")
+    if out.dtype in REAL_OF:
+        pairs = _view(em, y, list(out.shape) + [2], f"{op.name}_out_pairs")
+        y = em.op("aten.view_as_complex.default", {"self": pairs}, shape=list(out.shape), dtype=out.dtype,
+                  name=f"{op.name}_spectrum")
+    em.replace(y)
     graph.remove_op(op)
 
 
@@ -151,10 +128,11 @@ def run(graph: Graph, cx) -> None:
                 or not _last_dim_only(op, len(x.shape)) or max(x.shape[-1], out.shape[-1]) > MAX_POINTS \
                 or _normalization(op) is None or len(op.inputs) != 1:
             continue
+        n, norm = x.shape[-1], _normalization(op)
         if op.type == "aten._fft_c2c.default":
-            if x.dtype in REAL_OF and out.dtype == x.dtype and x.shape[-1] == out.shape[-1]:
-                _cfft(graph, op)
-        elif op.type in _FORWARD and x.dtype not in REAL_OF and op.params.get("n") in (None, x.shape[-1]):
-            _rfft(graph, op)
+            if x.dtype in REAL_OF and out.dtype == x.dtype and out.shape[-1] == n:
+                _transform(graph, op, complex_basis(n, norm, bool(op.params.get("forward", True))))
+        elif op.type in _FORWARD and x.dtype not in REAL_OF and op.params.get("n") in (None, n):
+            _transform(graph, op, forward_basis(n, out.shape[-1], norm))
         elif op.type not in _FORWARD and x.dtype in REAL_OF:
-            _irfft(graph, op)
+            _transform(graph, op, inverse_basis(out.shape[-1], n, norm))

@@ -17,6 +17,12 @@ pnnx → ncnn: ``SDPA`` (``sdpa.cpp``): q ``(heads, L, E)``, k ``(groups, S, E)`
 ``(L, S)`` or ``(1|heads, L, S)``; ``scale`` 0 means ``1/sqrt(E)`` (PyTorch's default). A mask
 that broadcasts along L (a key padding mask ``(N, 1, 1, S)``) is expanded by adding a zero
 ``(…, L, S)`` constant; q/k/v of two batch-less dims (a single head) are viewed as one head.
+Query heads over several ncnn axes (5-D attention, e.g. batch × windows × heads, as MaxViT's
+re-exported Python spells it) cost SDPA a Reshape of q, k, v and the result to merge them (and
+a Tile to spread a per-head bias over the windows); when that is more layers than the unfused
+``MatMul`` (``transB``) → scale / mask ``BinaryOp`` → ``Softmax`` → ``MatMul``, which
+broadcast over every leading axis as they are, the unfused chain is emitted instead (the layers
+the same model written with ``matmul`` / ``einsum`` converts to).
 """
 from __future__ import annotations
 
@@ -26,9 +32,12 @@ from numbers import Number
 
 import numpy as np
 
+from ..convert.context import Unsupported
 from ..convert.registry import aten_converter, ncnn_rule
-from ..convert.shapes import ncnn_shape
+from ..convert.shapes import batch_dim, ncnn_axis, ncnn_shape
 from ..ir import Operand
+from ..ncnn.enums import BinaryOpType
+from ._broadcast import Value, align_operands, result_value
 from .shape import intermediate, reshape_to
 
 log = logging.getLogger(__name__)
@@ -208,29 +217,43 @@ def _broadcast_runs(mask: list, target: list) -> tuple[list, list] | None:
     return (shape or [1], repeats or [1]) if len(shape) <= 4 else None
 
 
+def _mask_layout(mask: Operand, lead: list, rows, cols) -> tuple[list, list, list]:
+    """``(shape, target, want)``: ``mask``'s ncnn shape right-aligned to ``target`` (the query's
+    leading dims, L, S) and the shape ncnn's attention layers read it in (raises Unsupported when
+    it does not broadcast)."""
+    shape = ncnn_shape(mask)
+    if shape is None:
+        raise Unsupported(f"unsupported: attn_mask {mask.name} of unknown shape")
+    target = [*lead, rows, cols]
+    shape = [1] * (len(target) - len(shape)) + list(shape)
+    while len(shape) > len(target) and shape[0] == 1:
+        shape = shape[1:]
+    if len(shape) != len(target) or any(m not in (1, t) for m, t in zip(shape, target)):
+        raise Unsupported(f"unsupported: attn_mask {mask.name} {mask.shape} does not broadcast to {tuple(target)}")
+    heads = math.prod(shape[:-2])
+    want = [rows, cols] if heads == 1 else [math.prod(lead), rows, cols]
+    return shape, target, want
+
+
+def _mask_tiled(shape: list, target: list) -> bool:
+    """Whether a mask of (right-aligned) ``shape`` must be tiled out to its ``target``'s heads."""
+    heads = math.prod(shape[:-2])
+    return shape[-2:] != target[-2:] or heads not in (1, math.prod(target[:-2]))
+
+
 def _mask_input(ctx, op, mask: Operand, lead: list, rows, cols) -> Operand:
     """``mask`` as ncnn's SDPA / MultiHeadAttention read it: ``(L, S)``, or one ``(L, S)`` plane
     per head of the ``prod(lead)`` heads (the query's leading dims merged, e.g. windows × heads
     in Swin). A mask that broadcasts over some of those dims or along L (a key padding mask
     ``(N, 1, 1, S)``, a relative position bias ``(1, heads, L, S)`` for every window) is tiled
     out with one ncnn ``Tile``."""
-    shape = ncnn_shape(mask)
-    if shape is None:
-        ctx.unsupported(f"attn_mask {mask.name} of unknown shape")
-    target = [*lead, rows, cols]
-    shape = [1] * (len(target) - len(shape)) + list(shape)
-    while len(shape) > len(target) and shape[0] == 1:
-        shape = shape[1:]
-    if len(shape) != len(target) or any(m not in (1, t) for m, t in zip(shape, target)):
-        ctx.unsupported(f"attn_mask {mask.name} {mask.shape} does not broadcast to {tuple(target)}")
-    heads = math.prod(shape[:-2])
-    plane = [rows, cols]
-    want = plane if heads == 1 else [math.prod(lead)] + plane
-    if shape[-2:] == plane and heads in (1, math.prod(lead)):
+    shape, target, want = _mask_layout(mask, lead, rows, cols)
+    if not _mask_tiled(shape, target):
         return reshape_to(ctx, mask, want)
+    heads = math.prod(shape[:-2])
     if not all(isinstance(d, int) for d in [*shape, *target]):
         ctx.unsupported(f"attn_mask {mask.name} {mask.shape} would be tiled to {tuple(target)}, which is dynamic")
-    runs = _broadcast_runs(shape if heads > 1 else shape[-2:], target if heads > 1 else plane)
+    runs = _broadcast_runs(shape if heads > 1 else shape[-2:], target if heads > 1 else [rows, cols])
     if runs is None:
         ctx.unsupported(f"attn_mask {mask.name} {mask.shape} broadcasts to {tuple(target)} over more than 4 runs "
                         "of axes")
@@ -240,8 +263,90 @@ def _mask_input(ctx, op, mask: Operand, lead: list, rows, cols) -> Operand:
     return reshape_to(ctx, tiled, want)
 
 
+# ---------------------------------------------------------------------------- heads over several axes
+def _merged_by_producer(t: Operand) -> bool:
+    """Whether a Reshape of ``t`` would merge into the Reshape producing it
+    (``eliminate_noop_reshape``)."""
+    p = t.producer
+    return p is not None and p.type in ("Reshape", "Flatten") and len(t.consumers) == 1
+
+
+def _fused_layers(op) -> float:
+    """How many ncnn layers the fused lowering (one ``SDPA``) emits for ``op``: the SDPA, a
+    Reshape of each of q/k/v that is not already ``(heads, L, E)`` (unless it merges into the
+    Reshape making it), the mask's Reshape / Tile, the Reshape of the result (infinite when SDPA
+    cannot read the mask)."""
+    q, k, v = op.inputs[:3]
+    n = 1 + sum(ncnn_shape(t) != _heads_shape(t) and not _merged_by_producer(t) for t in (q, k, v))
+    heads, rows, _ = _heads_shape(q)
+    if len(op.inputs) > 3:
+        try:
+            shape, target, want = _mask_layout(op.inputs[3], ncnn_shape(q)[:-2], rows, _heads_shape(k)[-2])
+        except Unsupported:
+            return math.inf
+        n += 3 if _mask_tiled(shape, target) else int(ncnn_shape(op.inputs[3]) != want)
+    return n + int(ncnn_shape(op.outputs[0]) != [heads, rows, ncnn_shape(v)[-1]])
+
+
+def _scores(q: Operand, k: Operand) -> tuple[list, int | None]:
+    """The PyTorch shape and batch dim of the attention scores ``q @ kᵀ``."""
+    return list(q.shape[:-1]) + [k.shape[-2]], batch_dim(q)
+
+
+def _unfused_layers(op) -> int | None:
+    """How many ncnn layers the unfused lowering (:func:`_unfused_attention`) emits for ``op``, or
+    None when it does not apply: query heads over one ncnn axis at most (SDPA takes them as
+    they are), grouped key/value heads, q/k/v whose leading dims or batch axes differ, or a
+    mask that would widen the scores."""
+    q, k, v = op.inputs[:3]
+    lead = ncnn_shape(q)[:-2]
+    if len(lead) < 2 or any(ncnn_shape(t)[:-2] != lead or batch_dim(t) != batch_dim(q) for t in (k, v)):
+        return None
+    scores, b = _scores(q, k)
+    if b is not None and b >= len(scores) - 2:
+        return None
+    n = 3 + int(sdpa_scale(op) != 1.0)
+    if len(op.inputs) > 3:
+        mask = op.inputs[3]
+        if mask.shape is None or len(mask.shape) > len(scores) or any(
+                m not in (1, s) for m, s in zip(reversed(mask.shape), reversed(scores))):
+            return None
+        n += 1
+    natural = lead + [ncnn_shape(q)[-2], ncnn_shape(v)[-1]]
+    return n + int(ncnn_shape(op.outputs[0]) != natural)
+
+
+def _unfused_attention(ctx, op) -> Operand:
+    """``softmax(q @ kᵀ · scale + mask) @ v`` as ncnn ``MatMul`` (``transB``), ``BinaryOp`` layers,
+    ``Softmax`` and ``MatMul``, which broadcast over every leading axis: no Reshape merges the
+    query's leading axes into SDPA's heads, no Tile spreads the mask over them."""
+    q, k, v = op.inputs[:3]
+    shape, b = _scores(q, k)
+    dtype = op.outputs[0].dtype
+    s = result_value(ctx.layer("MatMul", [q, k], transB=1), shape, b, dtype)
+    scale = sdpa_scale(op)
+    if scale != 1.0:
+        s = result_value(ctx.layer("BinaryOp", [s.operand], op_type=BinaryOpType.MUL, with_scalar=1, b=scale),
+                         shape, b, dtype)
+    if len(op.inputs) > 3:
+        mask = Value.of(op.inputs[3])
+        aligned = align_operands(ctx, s, mask, f"attention scores {shape} + attn_mask {mask.shape}")
+        s = result_value(ctx.layer("BinaryOp", list(aligned[:2]), op_type=BinaryOpType.ADD), aligned.shape,
+                         aligned.batch_dim, dtype)
+    p = result_value(ctx.layer("Softmax", [s.operand], axis=ncnn_axis(s.operand, -1), fixbug0=1), s.shape, s.bdim,
+                     dtype)
+    y = ctx.layer("MatMul", [p.operand, v])
+    natural = p.ncnn_shape[:-1] + [ncnn_shape(v)[-1]]
+    if ncnn_shape(op.outputs[0]) == natural:
+        return y
+    return reshape_to(ctx, intermediate(y, natural), ncnn_shape(op.outputs[0]), final=True)
+
+
 @ncnn_rule("F.scaled_dot_product_attention", validator=_check_sdpa)
 def sdpa_layer(ctx, op):
+    unfused = _unfused_layers(op)
+    if unfused is not None and unfused < _fused_layers(op):
+        return _unfused_attention(ctx, op)
     q, k, v = (_as_heads(ctx, t) for t in op.inputs[:3])
     heads, rows, _ = ncnn_shape(q)
     cols = ncnn_shape(k)[1]

@@ -235,10 +235,15 @@ def test_multihead_attention_with_separate_inputs(tmp_path, dialect, masked, bat
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
-def test_sdpa_of_windows_and_heads(tmp_path, dialect):
-    """5-D attention (batch, windows, heads, L, E) with a per-window-and-head bias, as MaxViT's
-    re-exported Python spells it: the batch is ncnn's, windows × heads are SDPA heads."""
+@pytest.mark.parametrize("bias_shape", [(1, 4, 2, 9, 9), (2, 9, 9), None], ids=["per_window", "per_head", "none"])
+def test_sdpa_of_windows_and_heads(tmp_path, dialect, bias_shape):
+    """5-D attention (batch, windows, heads, L, E), as MaxViT's re-exported Python spells it, with
+    a bias per window and head, per head only (a relative position bias: SDPA would need it tiled
+    over the windows) or none: merging windows × heads into SDPA's heads would cost a Reshape of
+    q, k, v and the result, so MatMul → Softmax → MatMul over the 4-D blobs, nothing reshaped."""
     torch.manual_seed(5)
-    bias = torch.randn(1, 4, 2, 9, 9)
+    bias = None if bias_shape is None else torch.randn(bias_shape)
     f = Fn(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=bias))
-    check_module(f, [torch.randn(1, 4, 2, 9, 8) for _ in range(3)], tmp_path, dialect=dialect, expect_types=["SDPA"])
+    c = check_module(f, [torch.randn(1, 4, 2, 9, 8) for _ in range(3)], tmp_path, dialect=dialect,
+                     expect_types=["MatMul", "Softmax"], forbid_types=["SDPA", "Reshape", "Tile"])
+    assert _types(c).count("MatMul") == 2 and len(_types(c)) <= 3 + 4 + 2 * (bias is not None)

@@ -254,3 +254,83 @@ def test_spectral_transforms_through_both_scripts_and_the_round_trip(tmp_path):
     c = check_scripts(result, m, tmp_path / "out")
     assert c.pnnx_error <= 1e-5 and c.ncnn_error <= 1e-4 and c.roundtrip_error <= 1e-5
     assert c.roundtrip_layers <= c.layers
+
+
+class RelativeAttention(nn.Module):
+    """MaxViT's attention over partitions ``(B, G, P, C)``: heads split with reshape/permute, the
+    scale on k, ``einsum`` scores plus a relative position bias ``(1, heads, P, P)`` gathered
+    from a table, softmax, ``einsum`` with v, heads merged."""
+
+    def __init__(self, dim: int, head_dim: int, size: int):
+        super().__init__()
+        self.heads, self.head_dim, self.n = dim // head_dim, head_dim, size * size
+        self.to_qkv, self.merge, self.scale = nn.Linear(dim, 3 * dim), nn.Linear(dim, dim), dim ** -0.5
+        self.table = nn.Parameter(torch.randn((2 * size - 1) ** 2, self.heads) * 0.5)
+        ys, xs = torch.meshgrid(torch.arange(size), torch.arange(size), indexing="ij")
+        coords = torch.stack([ys.flatten(), xs.flatten()])
+        rel = (coords[:, :, None] - coords[:, None, :]).permute(1, 2, 0) + size - 1
+        self.register_buffer("index", rel[..., 0] * (2 * size - 1) + rel[..., 1])
+
+    def forward(self, x):
+        b, g, p, d = x.shape
+        q, k, v = (t.reshape(b, g, p, self.heads, self.head_dim).permute(0, 1, 3, 2, 4)
+                   for t in torch.chunk(self.to_qkv(x), 3, dim=-1))
+        bias = self.table[self.index.view(-1)].view(self.n, self.n, -1).permute(2, 0, 1).contiguous().unsqueeze(0)
+        a = torch.softmax(torch.einsum("bghid,bghjd->bghij", q, k * self.scale) + bias, dim=-1)
+        y = torch.einsum("bghij,bghjd->bghid", a, v)
+        return self.merge(y.permute(0, 1, 3, 2, 4).reshape(b, g, p, d))
+
+
+class WindowGridBlock(nn.Module):
+    """A MaxViT block's attention half: window attention (p × p windows), then grid attention
+    (a grid of p × p cells, partitioned like windows of the grid's size and the two partition
+    axes swapped), each in a pre-norm residual."""
+
+    def __init__(self, dim: int = 16, head_dim: int = 8, p: int = 2):
+        super().__init__()
+        self.p = p
+        self.window, self.grid = RelativeAttention(dim, head_dim, p), RelativeAttention(dim, head_dim, p)
+        self.norm1, self.norm2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
+
+    @staticmethod
+    def partition(x, p):
+        b, c, h, w = x.shape
+        x = x.reshape(b, c, h // p, p, w // p, p).permute(0, 2, 4, 3, 5, 1)
+        return x.reshape(b, (h // p) * (w // p), p * p, c)
+
+    @staticmethod
+    def departition(x, p, hp, wp):
+        b, _, _, c = x.shape
+        return x.reshape(b, hp, wp, p, p, c).permute(0, 5, 1, 3, 2, 4).reshape(b, c, hp * p, wp * p)
+
+    def forward(self, x):
+        _, _, h, w = x.shape
+        p, gh, gw = self.p, h // self.p, w // self.p
+        y = self.partition(x, p)
+        y = y + self.window(self.norm1(y))
+        y = self.partition(self.departition(y, p, gh, gw), gh).transpose(-2, -3)
+        y = y + self.grid(self.norm2(y))
+        return self.departition(y.transpose(-2, -3), gh, p, p)
+
+
+@pytest.mark.parametrize("dialect", ["training", "core"])
+def test_window_and_grid_attention_round_trip_has_no_more_layers(tmp_path, dialect):
+    """MaxViT-style attention written with ``einsum``: the ``_pnnx.py`` spells it with
+    ``torch.matmul`` (core ATen: over the ``bmm`` views), which the round trip recomposes into a 5-D
+    (batch, windows, heads, L, E) ``scaled_dot_product_attention`` (training dialect); its ncnn
+    model has no more layers than the first (no Reshapes merging windows × heads for SDPA, no
+    Tile of the bias over the windows)."""
+    torch.manual_seed(0)
+    m = WindowGridBlock().eval()
+    ep = torch.export.export(m, (torch.randn(1, 16, 8, 8),))
+    if dialect == "core":
+        ep = ep.run_decompositions()
+    torch.export.save(ep, str(tmp_path / "source.pt2"))
+    result = convert(str(tmp_path / "source.pt2"), ConvertOptions(fp16=False, lint=True))
+    c = check_scripts(result, m, tmp_path / "out")  # asserts the layer count too
+    assert c.roundtrip_error <= 1e-5 and c.roundtrip_layers <= c.layers
+    out = tmp_path / "out"
+    if dialect == "training":
+        assert "F.scaled_dot_product_attention" in (out / "model_roundtrip.pnnx.param").read_text()
+    types = [line.split()[0] for line in (out / "model_roundtrip.ncnn.param").read_text().splitlines()[2:]]
+    assert "SDPA" not in types and "Tile" not in types and types.count("Softmax") == 2

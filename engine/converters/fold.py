@@ -145,7 +145,8 @@ def _overlap_windows(op, ctx) -> tuple[int, int, int, int] | None:
     dim = used[0]
     idx = ctx.const_value(op.named_input(f"indices.{dim}"))
     shape = list(base.shape)
-    if idx is None or np.ndim(idx) != 1 or len(idx) < 1 or list(values.shape) != shape[:dim] + [len(idx)] + shape[dim + 1:]:
+    if idx is None or np.ndim(idx) != 1 or len(idx) < 1 \
+            or list(values.shape) != shape[:dim] + [len(idx)] + shape[dim + 1:]:
         return None
     idx = np.asarray(idx, np.int64)
     jumps = np.flatnonzero(np.diff(idx) != 1)

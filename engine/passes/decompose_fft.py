@@ -15,9 +15,9 @@ matrix product with a constant basis, which ncnn computes as an ``InnerProduct``
   imaginary parts are ignored, 2 for the others, which stand for their conjugates too).
 
 ``normalization`` 0, 1, 2 scale by 1, ``1/√N``, ``1/N``. The training dialect's ``fft_rfft`` /
-``fft_irfft`` (``norm`` "backward", "ortho" or "forward"; ``n`` the signal's length) are the same. Only a transform along the last dim
-with static sizes is rewritten, and only up to :data:`MAX_POINTS` points (the basis is a
-weight of 2·F·N floats). This is how core ATen's ``istft`` (an inverse real FFT of each frame
+``fft_irfft`` (``norm`` "backward", "ortho" or "forward"; ``n`` the signal's length) are the
+same. Only a transform along the last dim with static sizes is rewritten, and only up to
+:data:`MAX_POINTS` points (the basis is a weight of 2·F·N floats). This is how core ATen's ``istft`` (an inverse real FFT of each frame
 before its overlap-add) and ``torch.fft.rfft``/``irfft`` convert; ``stft`` is recomposed into
 one ``Spectrogram`` before this pass.
 """

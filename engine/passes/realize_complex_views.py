@@ -10,12 +10,14 @@ kept in place, so each becomes::
 
 (``VIEW'``: negative dims resolved, ``permute`` keeping the last axis last, sizes ending in 2).
 The complex value it produced is then only read through the views, which the spectral
-converters take as no layers. Linear ops are the same on the real layout too: a complex zero
-tensor (``full``) is a real one ending in 2; ``index_put`` of complex values into a complex
-tensor (core ATen's overlap-add in a complex ``istft``) scatters their real layouts; a complex
-tensor times or divided by a real one multiplies both parts (the real one given a trailing
-axis of 1); complex sums and differences add the layouts. Core ATen writes an ``stft`` of a 1-D signal as one of a batch of
+converters take as no layers. Core ATen writes an ``stft`` of a 1-D signal as one of a batch of
 one, squeezed afterwards; without this, the squeeze of the complex spectrum was refused.
+
+Linear ops are the same on the real layout too: a complex zero tensor (``full``) is a real one
+ending in 2; ``index_put`` of complex values into a complex tensor (core ATen's overlap-add in
+a complex ``istft``) scatters their real layouts; a complex tensor times or divided by a real
+one multiplies both parts (the real one given a trailing axis of 1); complex sums and
+differences add the layouts.
 """
 from __future__ import annotations
 

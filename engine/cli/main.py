@@ -22,7 +22,7 @@ import logging
 import os
 import sys
 
-from engine.errors import PT2Error
+from engine.errors import PluginError, PT2Error, ScaffoldError
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +102,8 @@ def error_line(path: str | None, e: BaseException) -> str:
     member already is the file."""
     text = _one_line(e)
     member = getattr(e, "member", None)
+    if isinstance(e, (PluginError, ScaffoldError)):  # about a plug-in file, an op or a node: not the model
+        return f"error: {text}"
     if path and member != path and not text.startswith(f"{path}:"):
         text = f"{path}: {text}"
     return f"error: {text}"

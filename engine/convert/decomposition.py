@@ -67,6 +67,8 @@ class TracedDecomposition:
     shape_sensitive: bool  #: sizes are written into it (the validator then pins exact shapes)
     needs_numpy: bool = False
     ops: list[str] = field(default_factory=list)  #: the ATen overloads it emits, in order
+    #: emitted overloads with no built-in rule (nor a decomposition): they need plug-ins of their own
+    unconverted: list[str] = field(default_factory=list)
 
     def body(self, names: dict[str, str]) -> list[str]:
         """The lines, with the node's tensor arguments read into the variables ``names``
@@ -201,11 +203,16 @@ def _call_of(node: Operator):
     return fn, examples, slots, traced_for
 
 
-def _supported(target) -> bool:
+def _registered(key: str) -> bool:
+    """Whether a rule (built in, or of a loaded plug-in) converts overload ``key``."""
     from .. import converters  # noqa: F401  (registers the built-in rules)
     from .registry import ATEN
 
-    return f"aten.{target._opname}.{target._overloadname}" in ATEN if hasattr(target, "_opname") else False
+    return key in ATEN
+
+
+def _supported(target) -> bool:
+    return hasattr(target, "_opname") and _registered(f"aten.{target._opname}.{target._overloadname}")
 
 
 def _trace(node: Operator):
@@ -367,4 +374,5 @@ def trace_decomposition(node: Operator) -> TracedDecomposition:
             names[o] = constant(o)
     ret = ", ".join(names[o] if isinstance(o, torch.fx.Node) else py_literal(o) for o in outs)
     lines.append(f"return {ret}" if len(outs) == 1 else f"return [{ret}]")
-    return TracedDecomposition(lines, traced_for, sensitive, needs_np, ops)
+    unconverted = sorted({k for k in ops if not _registered(k)})
+    return TracedDecomposition(lines, traced_for, sensitive, needs_np, ops, unconverted)

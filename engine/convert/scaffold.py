@@ -253,9 +253,21 @@ def _ncnn_number(a, node: Operator | None) -> str | None:
     return f"int({get})" if base == "bool" and "[" not in a.type else get
 
 
+def _layer_type(name: str, overload: str) -> str:
+    """A custom ncnn layer type for the overload (``SpecialErfinv``), never a built-in's name."""
+    from ..ncnn.layers import LayerSpecError, get_spec
+
+    layer = "".join(w.capitalize() for w in name.split("_")) + ("" if overload == "default" else overload.capitalize())
+    try:
+        get_spec(layer)
+    except LayerSpecError:
+        return layer
+    return layer + "Custom"
+
+
 def _ncnn_custom_rule(op_name: str, node: Operator | None, fn: str) -> list[str]:
     name, overload = _parts(op_name)
-    layer = "".join(w.capitalize() for w in name.split("_")) + ("" if overload == "default" else overload.capitalize())
+    layer = _layer_type(name, overload)
     tensors = [(n, kind) for n, kind, _ in tensor_args(op_name, node)]
     numbers = [(a, _ncnn_number(a, node)) for a in scalar_args(op_name)]
     passed = [(a, how) for a, how in numbers if how is not None]
@@ -318,9 +330,12 @@ def _decompose_rule(op_name: str, node: Operator, fn: str, traced) -> list[str]:
             lines.append(f'    {var} = [t for n, t in zip(op.input_names, op.inputs) if n.startswith("{name}.")]')
         else:
             lines.append(f'    {var} = op.named_input("{name}")')
+    note = []
+    if traced.unconverted:
+        note = [f"    # NOTE: no rule converts {', '.join(traced.unconverted)} yet: scaffold a plug-in for it too"]
     return [f'@aten_converter("{op_name}", validator=check)', f"def {fn}(ctx, op):",
             f'    """{op_name} as the ATen ops of PyTorch\'s decomposition (traced for the node\'s',
-            '    arguments); the built-in rules then convert each of them."""'] + lines + [
+            '    arguments); the built-in rules then convert each of them."""'] + note + lines + [
         "    out = op.outputs[0]"] + ["    " + ln for ln in traced.body(names)]
 
 

@@ -206,8 +206,9 @@ def _validator(op_name: str, node: Operator | None, exact_shapes: bool, traced_f
 
 
 # ----------------------------------------------------------------------------- rule bodies
-def _unpack(op_name: str, node: Operator | None) -> tuple[list[str], dict[str, str]]:
-    """Lines reading the op's arguments into variables; argument name → variable."""
+def _unpack(op_name: str, node: Operator | None, scalars: bool = True) -> tuple[list[str], dict[str, str]]:
+    """Lines reading the op's tensor (and ``scalars``) arguments into variables; argument
+    name → variable."""
     lines, names = [], {}
     for name, kind, what in tensor_args(op_name, node):
         var = names[name] = _identifier(name, names.values())
@@ -218,7 +219,7 @@ def _unpack(op_name: str, node: Operator | None) -> tuple[list[str], dict[str, s
             if kind == "optional":
                 note = note or "  # None when not given"
             lines.append(f'    {var} = op.named_input("{name}"){note}')
-    for a in scalar_args(op_name):
+    for a in scalar_args(op_name) if scalars else ():
         var = names[a.name] = _identifier(a.name, names.values())
         note = f"  # {node.params.get(a.name)!r} in the node" if node is not None else f"  # {a.type}"
         lines.append(f'    {var} = op.params.get("{a.name}"){note}')
@@ -323,13 +324,7 @@ def _ncnn_custom_rule(op_name: str, node: Operator | None, fn: str) -> list[str]
 
 
 def _decompose_rule(op_name: str, node: Operator, fn: str, traced) -> list[str]:
-    lines, names = [], {}
-    for name, kind, what in tensor_args(op_name, node):
-        var = names[name] = _identifier(name, names.values())
-        if kind == "list":
-            lines.append(f'    {var} = [t for n, t in zip(op.input_names, op.inputs) if n.startswith("{name}.")]')
-        else:
-            lines.append(f'    {var} = op.named_input("{name}")')
+    lines, names = _unpack(op_name, node, scalars=False)
     note = []
     if traced.unconverted:
         note = [f"    # NOTE: no rule converts {', '.join(traced.unconverted)} yet: scaffold a plug-in for it too"]

@@ -25,6 +25,7 @@ class Diagnostic:
     severity: str = "error"  #: ``error`` (conversion incomplete) or ``warning``
     stage: str = ""  #: the pass that reported it
     operator: str = ""  #: name of the IR operator concerned (may differ from ``node`` after passes)
+    plugin: str = ""  #: ``file:line`` of the converter plug-in code at fault, "" when none
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -35,7 +36,8 @@ class Diagnostic:
         return f"{self.node}: {self.op}{where}{src}: {self.reason}"
 
     @staticmethod
-    def for_operator(op: "Operator", reason: str, *, severity: str = "error", stage: str = "") -> "Diagnostic":
+    def for_operator(op: "Operator", reason: str, *, severity: str = "error", stage: str = "",
+                     plugin: str = "") -> "Diagnostic":
         """A diagnostic about an IR operator, located through its provenance and metadata."""
         source = op.meta.get("source")
         return Diagnostic(
@@ -47,6 +49,7 @@ class Diagnostic:
             severity=severity,
             stage=stage,
             operator=op.name,
+            plugin=plugin,
         )
 
 

@@ -30,15 +30,23 @@ class PT2FormatError(PT2Error):
 
 
 class PluginError(PT2Error):
-    """A converter plug-in file could not be loaded. ``str(e) == f"{path}: {reason}"``."""
+    """A converter plug-in file could not be loaded. ``line`` is the line of the plug-in at
+    fault when known; ``str(e) == f"{path}:{line}: {reason}"`` (``f"{path}: {reason}"`` without
+    a line)."""
 
-    def __init__(self, path: str, reason: str):
+    def __init__(self, path: str, reason: str, line: int | None = None):
         self.path = str(path)
         self.reason = str(reason)
-        super().__init__(f"{self.path}: {self.reason}")
+        self.line = line
+        super().__init__(f"{self.where}: {self.reason}")
+
+    @property
+    def where(self) -> str:
+        """``path:line`` (or the path alone)."""
+        return self.path if self.line is None else f"{self.path}:{self.line}"
 
     def __reduce__(self):
-        return (type(self), (self.path, self.reason))
+        return (type(self), (self.path, self.reason, self.line))
 
 
 class ConversionError(PT2Error):
@@ -74,3 +82,8 @@ class ModelFileError(_PlacedError):
     @property
     def where(self) -> str:
         return self.place
+
+
+class ScaffoldError(_PlacedError):
+    """A converter plug-in cannot be written as asked (an unknown overload, no such node, no
+    decomposition for it); ``place`` names the overload, node or file."""

@@ -45,8 +45,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--hide-params", action="store_true", help="hide parameter nodes")
     p.add_argument("--verify", action="store_true", help="verify against PyTorch before the screenshot "
                    "(needs torch and ncnn)")
-    p.add_argument("--converters", metavar="FILE.py", action="append", default=[],
-                   help="converter plug-in file(s) for the conversion")
+    p.add_argument("--converters", metavar="FILE.py|DIR", action="append", default=[],
+                   help="converter plug-in file(s), or folders of them, for the conversion")
     p.add_argument("--settings", metavar="FILE.ini", help="keep settings in this file")
     p.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
     return p.parse_args(argv)

@@ -101,8 +101,8 @@ class ConvertDialog(QDialog):
             shapes = parse_inputshape(text)
         plugins = [p.strip() for p in self.plugins.text().split(";") if p.strip()]
         for p in plugins:
-            if not os.path.isfile(p):
-                raise PT2Error(f"{p}: converter plug-in file not found")
+            if not os.path.exists(p):
+                raise PT2Error(f"{p}: converter plug-in file or folder not found")
         return ConvertOptions(fp16=self.fp16.isChecked(), input_shapes=shapes, converters=plugins,
                               model=self._base.model)
 

@@ -29,14 +29,15 @@ _IGNORED_KEYS = {"pnnxonnx", "optlevel", "device", "moduleop"}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from .main import add_converters_option
+
     p.add_argument("model", help="the .pt2 package")
     p.add_argument("pnnx_style", nargs="*", metavar="key=value",
                    help="pnnx-style options: fp16=0|1 ncnnparam=P ncnnbin=B pnnxparam=P pnnxbin=B pnnxpy=P ncnnpy=P "
                         "inputshape=[1,3,224,224]")
     p.add_argument("-o", "--output-dir", metavar="DIR", help="where to write the files (default: the model's folder)")
     p.add_argument("--fp16", choices=("0", "1"), default=None, help="store weights as fp16 (1, default) or fp32 (0)")
-    p.add_argument("--converters", metavar="FILE.py", action="append", default=[],
-                   help="a converter plug-in file (may be repeated); its rules override built-ins")
+    add_converters_option(p)
     p.add_argument("--dump-passes", metavar="DIR", help="write NN_<pass>.txt and NN_<pass>.diff for every pass")
     p.add_argument("--report", metavar="FILE.json", help="write a JSON report (layers, diagnostics, passes, seconds)")
     p.add_argument("--inputshape", metavar="SHAPES", help="concrete input shapes, e.g. [1,3,224,224],[1,10]")

@@ -10,8 +10,10 @@ HELP = "list registered converters, or a model's supported/unsupported operators
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from .main import add_converters_option
+
     p.add_argument("model", nargs="?", help="a .pt2 package (omit to list every registered target)")
-    p.add_argument("--converters", metavar="FILE.py", action="append", default=[], help="a converter plug-in file")
+    add_converters_option(p)
     p.add_argument("--json", action="store_true", help="print JSON")
 
 

@@ -22,7 +22,7 @@ import logging
 import os
 import sys
 
-from engine.errors import PT2Error
+from engine.errors import PluginError, PT2Error, ScaffoldError
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +32,7 @@ COMMANDS = [
     "engine.cli.convert_cmd",
     "engine.cli.coverage_cmd",
     "engine.cli.verify_cmd",
+    "engine.cli.scaffold_cmd",
 ]
 #: The subcommand the ``pt2ncnn MODEL.pt2 key=value ...`` shorthand routes to.
 SHORTHAND_COMMAND = "convert"
@@ -48,6 +49,13 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str):
         raise UsageError(message)
+
+
+def add_converters_option(p: argparse.ArgumentParser) -> None:
+    """The ``--converters PATH`` option of the commands that convert (repeatable)."""
+    p.add_argument("--converters", metavar="FILE.py|DIR", action="append", default=[],
+                   help="a converter plug-in file, or a folder of them (every *.py in it, by name); may be "
+                        "repeated; plug-in rules override built-ins")
 
 
 def _load_commands() -> dict:
@@ -94,6 +102,8 @@ def error_line(path: str | None, e: BaseException) -> str:
     member already is the file."""
     text = _one_line(e)
     member = getattr(e, "member", None)
+    if isinstance(e, (PluginError, ScaffoldError)):  # about a plug-in file, an op or a node: not the model
+        return f"error: {text}"
     if path and member != path and not text.startswith(f"{path}:"):
         text = f"{path}: {text}"
     return f"error: {text}"

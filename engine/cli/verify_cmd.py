@@ -21,11 +21,12 @@ HELP = "compare the converted model layer by layer with PyTorch and find the fir
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from .main import add_converters_option
+
     p.add_argument("model", help="the .pt2 package")
     p.add_argument("--ncnn-param", metavar="P", help="verify this .ncnn.param instead of converting")
     p.add_argument("--ncnn-bin", metavar="B", help="the weights of --ncnn-param")
-    p.add_argument("--converters", metavar="FILE.py", action="append", default=[],
-                   help="a converter plug-in file (may be repeated)")
+    add_converters_option(p)
     p.add_argument("--fp16", choices=("0", "1"), default="1", help="convert with fp16 (1, default) or fp32 (0) weights")
     p.add_argument("--input", metavar="FILE.npy", nargs="+", action="extend", default=[], dest="inputs",
                    help="input values, one .npy per tensor input in call order (default: the package's "

@@ -101,6 +101,56 @@ class ConversionContext:
         return self.emit(type, inputs, params=make_params(type, **params), attrs=attrs, outputs=outputs,
                          name=name, dtype=dtype, shape=shape)
 
+    def aten(self, type: str, args: dict[str, Any], *, shape: Sequence, dtype: str,
+             name: str | None = None) -> Operand:
+        """Emit the ATen operator ``type`` (an overload, ``aten.log.default``), which the ATen
+        registry then lowers in turn like the program's own operators (a rule that decomposes
+        its op into others). ``args`` maps the schema's argument names to operands (tensors;
+        lists of them) or values; arguments left out take their schema defaults. Returns its
+        output operand, of ``shape`` and ``dtype`` (a pnnx short dtype: ``f32``, ``bool``)."""
+        from ..build import schemas
+
+        schema = schemas.get(type)
+        if schema is None:
+            self.unsupported(f"{type} is not an overload of the ATen schema table")
+        unknown = [k for k in args if schema.argument(k) is None]
+        if unknown:
+            self.unsupported(f"{type} has no argument {unknown[0]!r} "
+                             f"(its arguments: {', '.join(a.name for a in schema.arguments)})")
+        inputs: list[Operand] = []
+        names: list[str] = []
+        params: dict[str, Any] = {}
+        defaulted: list[str] = []
+
+        def arg(value: Any, path: str) -> Any:  # the builder's form: operands are inputs, "%name" in params
+            if isinstance(value, Operand):
+                inputs.append(value)
+                names.append(path)
+                return "%" + value.name
+            if isinstance(value, (list, tuple)):
+                return [arg(v, f"{path}.{i}") for i, v in enumerate(value)]
+            return value
+
+        for a in schema.arguments:
+            if a.name in args:
+                value = args[a.name]
+                p = arg(value, a.name)
+                only_operands = isinstance(value, Operand) or (
+                    isinstance(value, (list, tuple)) and value and all(isinstance(v, Operand) for v in value))
+                if not only_operands:
+                    params[a.name] = p
+            elif a.has_default:
+                params[a.name] = list(a.default) if isinstance(a.default, list) else a.default
+                defaulted.append(a.name)
+            elif not a.is_out:
+                self.unsupported(f"{type}: argument {a.name!r} is required")
+        out = self.emit(type, inputs, params=params, input_names=names, name=name, dtype=dtype, shape=shape)
+        op = out.producer
+        op.meta.pop("aten_op", None)  # an ATen operator of its own, not a piece of the current one
+        op.meta["target"] = "torch.ops." + type
+        op.meta["defaulted"] = defaulted
+        return out
+
     def constant(self, value: np.ndarray, *, name: str | None = None) -> Operand:
         """Emit a ``pnnx.Attribute`` holding ``value`` and return its operand."""
         arr = np.asarray(value)
@@ -144,8 +194,10 @@ class ConversionContext:
         if target is not None:
             self.diagnostics.add(Diagnostic.for_operator(target, reason, severity="warning", stage=self.stage))
 
-    def error(self, reason: str, op: Operator | None = None) -> None:
+    def error(self, reason: str, op: Operator | None = None, *, plugin: str = "") -> None:
+        """Record ``op`` (default: the current one) as not converted, for ``reason``;
+        ``plugin``: the ``file:line`` of the plug-in code at fault."""
         target = op or self.current
         if target is not None:
             target.meta["unsupported"] = reason
-            self.diagnostics.add(Diagnostic.for_operator(target, reason, stage=self.stage))
+            self.diagnostics.add(Diagnostic.for_operator(target, reason, stage=self.stage, plugin=plugin))

@@ -9,6 +9,11 @@ and registers rules::
     def relu_as_clip(ctx, op):
         return ctx.emit("F.hardtanh", [op.inputs[0]], params={"min_val": 0.0, "max_val": 1e9})
 
+``--converters`` takes files or folders (every ``*.py`` of a folder, by name). A plug-in that
+fails to load — a syntax error, an exception while it runs — is one :class:`PluginError` naming
+its file and line; one whose validator or rule fails while converting leaves that node
+unconverted with a diagnostic naming the rule, its file and line (``Diagnostic.plugin``).
+
 A plug-in may also declare its own ncnn layer types (:func:`engine.convert.ncnn_custom_layer`),
 which its ncnn rules then emit: they are written as custom layers with their params and weights,
 and the declared Python function computes them when the model is verified. An ncnn rule
@@ -24,16 +29,44 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import os
 import sys
+import traceback
 from pathlib import Path
 from typing import Iterable, Iterator
 
 from ..errors import PluginError
-from . import registry
+from . import layout, registry
+
+
+def plugin_files(paths: Iterable[str | Path]) -> list[Path]:
+    """The plug-in files named by ``paths``: a file as is, a folder as every ``*.py`` in it
+    (sorted by name; other files and sub-folders are ignored). A missing path is an error."""
+    files: list[Path] = []
+    for entry in paths:
+        p = Path(entry)
+        if p.is_dir():
+            files += sorted(f for f in p.iterdir() if f.suffix == ".py" and f.is_file())
+        elif p.is_file():
+            files.append(p)
+        else:
+            raise PluginError(str(p), "converter plug-in file or folder not found")
+    return files
+
+
+def line_in(path: str | Path, tb) -> int | None:
+    """The line of the innermost frame of traceback ``tb`` that runs the file ``path``."""
+    target = os.path.realpath(path)
+    line = None
+    for frame, lineno in traceback.walk_tb(tb):
+        if os.path.realpath(frame.f_code.co_filename) == target:
+            line = lineno
+    return line
 
 
 def load_plugin(path: str | Path) -> list[registry.Converter]:
-    """Execute a plug-in file; returns the rules it registered. Errors become PluginError."""
+    """Execute a plug-in file; returns the rules it registered. Errors become PluginError
+    naming the file and, when known, the line."""
     p = Path(path)
     if not p.is_file():
         raise PluginError(str(p), "converter plug-in file not found")
@@ -47,12 +80,13 @@ def load_plugin(path: str | Path) -> list[registry.Converter]:
     try:
         sys.modules[mod_name] = module
         spec.loader.exec_module(module)
-    except registry.RegistryError as e:
-        raise PluginError(str(p), str(e)) from e
     except SyntaxError as e:
-        raise PluginError(str(p), f"syntax error at line {e.lineno}: {e.msg}") from e
+        raise PluginError(str(p), f"syntax error: {e.msg}", e.lineno) from e
+    except registry.RegistryError as e:
+        raise PluginError(str(p), str(e), line_in(p, e.__traceback__)) from e
     except Exception as e:
-        raise PluginError(str(p), f"{type(e).__name__}: {e}") from e
+        raise PluginError(str(p), f"{type(e).__name__} while loading the plug-in: {e}",
+                          line_in(p, e.__traceback__)) from e
     finally:
         registry._current_origin.pop()
         sys.modules.pop(mod_name, None)
@@ -62,14 +96,17 @@ def load_plugin(path: str | Path) -> list[registry.Converter]:
 
 @contextlib.contextmanager
 def plugin_scope(paths: Iterable[str | Path]) -> Iterator[list[registry.Converter]]:
-    """Load plug-ins for the duration of a ``with`` block, then restore the registries."""
-    snaps = (registry.ATEN.snapshot(), registry.NCNN.snapshot(), registry.CUSTOM.snapshot())
+    """Load plug-ins (files, or folders of them: :func:`plugin_files`) for the duration of a
+    ``with`` block, then restore the registries (rules, custom layers, layout rules)."""
+    snaps = (registry.ATEN.snapshot(), registry.NCNN.snapshot(), registry.CUSTOM.snapshot(), dict(layout._RULES))
     try:
         loaded: list[registry.Converter] = []
-        for p in paths:
+        for p in plugin_files(paths):
             loaded += load_plugin(p)
         yield loaded
     finally:
         registry.ATEN.restore(snaps[0])
         registry.NCNN.restore(snaps[1])
         registry.CUSTOM.restore(snaps[2])
+        layout._RULES.clear()
+        layout._RULES.update(snaps[3])

@@ -46,6 +46,19 @@ class RegistryError(ValueError):
     """A malformed registration (bad key, not callable...)."""
 
 
+class Refusal(str):
+    """A validator's reason for refusing an op (a ``str``); ``where`` is the ``file:line`` of the
+    plug-in code at fault ("" for a built-in rule)."""
+
+    where = ""
+
+    @classmethod
+    def at(cls, text: str, where: str) -> "Refusal":
+        r = cls(text)
+        r.where = where
+        return r
+
+
 @dataclass
 class Converter:
     """One registered rule."""
@@ -61,20 +74,50 @@ class Converter:
     def name(self) -> str:
         return f"{self.fn.__module__}.{self.fn.__qualname__}"
 
-    def check(self, op, ctx) -> str | None:
+    @property
+    def plugin_file(self) -> str | None:
+        """The plug-in file that registered this rule (None for a built-in)."""
+        return self.origin[len("plugin:"):] if self.origin.startswith("plugin:") else None
+
+    def location(self, exc: BaseException | None = None, fn: Callable | None = None) -> str:
+        """``file:line`` in this rule's plug-in file: the line where ``exc`` was raised when it
+        passed through the file, else where ``fn`` (default: the rule) is defined; "" for a
+        built-in."""
+        from .plugins import line_in
+
+        path = self.plugin_file
+        if path is None:
+            return ""
+        line = line_in(path, exc.__traceback__) if exc is not None else None
+        if line is None:
+            code = getattr(fn or self.fn, "__code__", None)
+            line = code.co_firstlineno if code is not None else None
+        return path if line is None else f"{path}:{line}"
+
+    @property
+    def label(self) -> str:
+        """How messages name the rule: ``converter <module.function>`` for a built-in,
+        ``plug-in rule <function> (<file>:<line>)`` for a plug-in's."""
+        if self.plugin_file is None:
+            return f"converter {self.name}"
+        return f"plug-in rule {self.fn.__qualname__} ({self.location()})"
+
+    def check(self, op, ctx) -> Refusal | None:
         """None if this converter accepts ``op``, else the refusal reason."""
         if self.validator is None:
             return None
         try:
             verdict = self.validator(op, ctx)
         except Exception as e:  # a crashing validator is a refusal, never a crash
-            where = self.origin.removeprefix("builtin:")
-            return f"validator {self.validator.__name__} ({where}) failed: {type(e).__name__}: {e}"
+            where = self.location(e, self.validator) or self.origin.removeprefix("builtin:")
+            return Refusal.at(f"validator {getattr(self.validator, '__name__', 'validator')} ({where}) failed: "
+                              f"{type(e).__name__}: {e}", self.location(e, self.validator))
+        where = self.location(fn=self.validator)
         if verdict is None or verdict is True:
             return None
         if verdict is False:
-            return f"unsupported: rejected by {self.validator.__name__}"
-        return str(verdict)
+            return Refusal.at(f"unsupported: rejected by {getattr(self.validator, '__name__', 'validator')}", where)
+        return Refusal.at(str(verdict), where)
 
 
 _ATEN_KEY = re.compile(r"^[A-Za-z_][\w]*\.[A-Za-z_][\w]*\.[A-Za-z_][\w]*$")
@@ -126,9 +169,9 @@ class Registry:
     def candidates(self, target: str) -> list[Converter]:
         return sorted(self._rules.get(target, []), key=lambda c: (-c.priority, -c.seq))
 
-    def select(self, op, ctx) -> tuple[Converter | None, list[str]]:
+    def select(self, op, ctx) -> tuple[Converter | None, list[Refusal]]:
         """The first accepting candidate for ``op`` and the refusal reasons of those before it."""
-        reasons: list[str] = []
+        reasons: list[Refusal] = []
         for conv in self.candidates(op.type):
             why = conv.check(op, ctx)
             if why is None:

@@ -152,7 +152,7 @@ def test_a_crashing_plugin_validator_is_a_refusal_naming_the_plugin(tmp_path, sc
         g = aten_graph()
         ctx = lower(g)
     reason = {d.node: d.reason for d in ctx.diagnostics}["t"]
-    assert reason.startswith(f"validator needs_rank (plugin:{plugin}) failed: IndexError"), reason
+    assert reason.startswith(f"validator needs_rank ({plugin}:5) failed: IndexError"), reason
     assert g.find_op("t").type == "aten.test_op.default"
 
 
@@ -163,7 +163,75 @@ def test_bad_plugins_raise_plugin_error(tmp_path):
         load_plugin(bad)
     syntax = tmp_path / "syntax.py"
     syntax.write_text("def (:\n")
-    with pytest.raises(PluginError, match="syntax error at line 1"):
+    with pytest.raises(PluginError, match=r"syntax.py:1: syntax error"):
         load_plugin(syntax)
     with pytest.raises(PluginError, match="not found"):
         load_plugin(tmp_path / "missing.py")
+
+
+# ----------------------------------------------------------------------------- rules emitting ATen ops
+def test_a_rule_may_emit_aten_ops_lowered_in_turn_by_the_registry(scoped):
+    import engine.converters  # noqa: F401  (the built-in rules lower what the rule emits)
+
+    @aten_converter("aten.test_op.default")
+    def as_leaky_then_neg(ctx, op):
+        x = op.inputs[0]
+        y = ctx.aten("aten.leaky_relu.default", {"self": x}, shape=x.shape, dtype="f32")  # slope: default
+        return ctx.aten("aten.mul.Tensor", {"self": y, "other": -2.0}, shape=x.shape, dtype="f32")
+
+    @aten_converter("aten.other_op.default")
+    def other(ctx, op):
+        return ctx.emit("F.other", [op.inputs[0]])
+
+    g = aten_graph()
+    ctx = lower(g)
+    g.lint()
+    assert not ctx.diagnostics.items
+    assert [op.type for op in g.ops] == ["pnnx.Input", "F.leaky_relu", "pnnx.Expression", "F.other", "pnnx.Output"]
+    leaky, mul = g.ops[1], g.ops[2]
+    assert leaky.params == {"negative_slope": 0.01} and mul.params["expr"] == "mul(@0,-2.0)"
+    # named after the node, which keeps its output name; provenance is the node's
+    assert mul.outputs[0].name == "t" and leaky.name.startswith("t")
+    assert leaky.provenance.nodes == ("t",) and mul.provenance.nodes == ("t",)
+
+
+def test_emitted_aten_ops_are_checked_against_the_schema(scoped):
+    @aten_converter("aten.test_op.default")
+    def wrong_arg(ctx, op):
+        return ctx.aten("aten.relu.default", {"input": op.inputs[0]}, shape=[1, 4], dtype="f32")
+
+    @aten_converter("aten.other_op.default")
+    def missing_arg(ctx, op):
+        return ctx.aten("aten.leaky_relu.default", {}, shape=[1, 4], dtype="f32")
+
+    g = aten_graph()
+    reasons = {d.node: d.reason for d in lower(g).diagnostics}
+    assert reasons["t"] == "unsupported: aten.relu.default has no argument 'input' (its arguments: self)"
+    assert reasons["o"] == "unsupported: aten.leaky_relu.default: argument 'self' is required"
+    assert [op.type for op in g.ops][1:3] == ["aten.test_op.default", "aten.other_op.default"]
+
+
+def test_an_emitted_op_that_fails_names_the_rule_that_emitted_it(scoped):
+    @aten_converter("aten.test_op.default")
+    def via_unknown(ctx, op):
+        return ctx.aten("aten.special_airy_ai.default", {"x": op.inputs[0]}, shape=[1, 4], dtype="f32")
+
+    g = aten_graph()
+    d = next(d for d in lower(g).diagnostics if d.node == "t")
+    assert d.op == "aten.special_airy_ai.default"
+    assert d.reason.startswith("unsupported: no aten converter registered for aten.special_airy_ai.default "
+                               "(an op emitted by converter ") and d.reason.endswith(".via_unknown for t)")
+
+
+def test_a_rule_that_keeps_emitting_its_own_op_stops(scoped):
+    @aten_converter("aten.special_airy_ai.default")
+    def forever(ctx, op):
+        return ctx.aten("aten.special_airy_ai.default", {"x": op.inputs[0]}, shape=[1, 4], dtype="f32")
+
+    g = Graph.from_text("7767517\n3 2\npnnx.Input x 0 1 x #x=(1,4)f32\n"
+                        "aten.special_airy_ai.default a 1 1 x a #a=(1,4)f32 !from=a\npnnx.Output out 1 0 a\n")
+    g.find_op("a").meta["target"] = "torch.ops.aten.special_airy_ai.default"
+    g.find_op("a").input_names = ["x"]
+    [d] = lower(g).diagnostics
+    assert "rules kept emitting ATen ops 16 levels deep" in d.reason
+    g.lint()

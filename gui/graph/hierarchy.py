@@ -281,6 +281,7 @@ class HierarchicalLayout:
         tree = self.tree
         p.rep = [tree.representative(i, exp) for i in range(len(self.graph.nodes))]
         seen: set[tuple[int, int]] = set()
+        trunks: dict[tuple[int, int], list[Point]] = {}
         for k, climb in enumerate(self._climb):
             if climb is None:
                 continue
@@ -289,19 +290,20 @@ class HierarchicalLayout:
             if ru == rv or (ru, rv) in seen:
                 continue
             seen.add((ru, rv))
-            p.edges.append((ru, rv, k, self._route(e.src, climb, exp, origin)))
+            p.edges.append((ru, rv, k, self._route(e.src, climb, exp, origin, trunks)))
         return p
 
-    def _route(self, u: int, climb, exp: frozenset[int], origin: dict[int, Point]) -> list[Point]:
+    def _route(self, u: int, climb, exp: frozenset[int], origin: dict[int, Point],
+               trunks: dict[tuple[int, int], list[Point]]) -> list[Point]:
         lca, ups_u, ups_v, ea, eb = climb
         pieces: list[list[Point]] = []
         for h, el in ups_u:  # innermost first; only groups whose whole chain up to lca is open
             if self._open_up_to(h, lca, exp):
-                pieces.append(self._piece(h, ("out", el, u), origin))
-        pieces.append(self._piece(lca, ("el", ea, eb), origin))
+                pieces.append(self._piece(h, ("out", el, u), origin, trunks))
+        pieces.append(self._piece(lca, ("el", ea, eb), origin, trunks))
         for h, el in reversed(ups_v):
             if self._open_up_to(h, lca, exp):
-                pieces.append(self._piece(h, ("in", u, el), origin))
+                pieces.append(self._piece(h, ("in", u, el), origin, trunks))
         route = list(pieces[0])
         for piece in pieces[1:]:
             if not piece:
@@ -321,10 +323,22 @@ class HierarchicalLayout:
             h = groups[h].parent
         return True
 
-    def _piece(self, gid: int, key: tuple, origin: dict[int, Point]) -> list[Point]:
+    def _piece(self, gid: int, key: tuple, origin: dict[int, Point],
+               trunks: dict[tuple[int, int], list[Point]]) -> list[Point]:
+        """One inner route in scene coordinates. The part it shares with the other routes of its
+        source (a trunk) is moved once per group and sliced: routes keep sharing those points."""
         inner = self._cache[gid][1]
         k = inner.edge_index.get(key)
         if k is None:
             return []
         ox, oy = origin[gid]
-        return [(ox + x, oy + y) for x, y in inner.result.routes[k]]
+        res = inner.result
+        route = res.routes[k]
+        part = res.parts[k] if res.parts else None
+        if part is None:
+            return [(ox + x, oy + y) for x, y in route]
+        t, c = part
+        trunk = trunks.get((gid, t))
+        if trunk is None:
+            trunk = trunks[(gid, t)] = [(ox + x, oy + y) for x, y in res.trunks[t]]
+        return [(ox + route[0][0], oy + route[0][1]), *trunk[:c], *[(ox + x, oy + y) for x, y in route[c + 1:]]]

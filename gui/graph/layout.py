@@ -20,7 +20,9 @@ The steps:
    order and spacing constraints, solved exactly per layer by isotonic regression (pool
    adjacent violators); sweeps alternate down and up.
 5. **Routes** — each edge leaves its source's bottom and enters its target's top at a port
-   spread by the x of the incoming edges, through its dummies.
+   spread by the x of the incoming edges, through its dummies. The routes of one source share
+   the points of its trunk (``LayoutResult.trunks``/``parts``): a buffer read by each of 1,000
+   stacked layers has 1,000 routes through one trunk, made by slicing it, never point by point.
 
 Groups of the module hierarchy are laid out with this function once per expanded group
 (:mod:`.hierarchy`): boxes are ordinary nodes, and the points where edges enter and leave a
@@ -29,6 +31,7 @@ expanded group) hangs from the top of its layer; small ones are centred in the l
 """
 from __future__ import annotations
 
+import bisect
 import logging
 import time
 from dataclasses import dataclass, field
@@ -86,6 +89,11 @@ class LayoutResult:
     seconds: float = 0.0
     crossings: int = 0
     layers: list[list[int]] = field(default_factory=list)  #: real nodes of each layer, left to right
+    #: points down the dummy chains that routes share (see ``parts``)
+    trunks: list[list[Point]] = field(default_factory=list)
+    #: per route, ``(t, c)`` when its points ``1 .. c`` are ``trunks[t][:c]`` (edges of one source
+    #: run down one trunk), else None; empty when no route shares one
+    parts: list[tuple[int, int] | None] = field(default_factory=list)
 
 
 #: height of a layer's top band, in which nodes smaller than it are centred
@@ -212,6 +220,8 @@ class _Satellites:
         # satellite edges as short curves onto the host's top
         routes: list[list[Point]] = []
         core = iter(res.routes)
+        core_parts = iter(res.parts or [None] * len(res.routes))
+        parts: list[tuple[int, int] | None] = []
         sat_slots: dict[int, int] = {}
         for u, v in inp.edges:
             if u in self.host_of:
@@ -222,10 +232,12 @@ class _Satellites:
                 tx = xs[host] + (i + 0.5 - len(members) / 2) * min(w / (len(members) + 1), 16.0)
                 mw, mh = inp.sizes[u]
                 routes.append([(xs[u], ys[u] + mh / 2), (tx, node_top[host])])
+                parts.append(None)
                 sat_slots[host] = sat_slots.get(host, 0) + 1
                 continue
             if v in self.host_of:  # an edge into a satellite (only from another satellite) — none
                 routes.append([])
+                parts.append(None)
                 continue
             r = list(next(core))
             if r and v in node_top and u < v:
@@ -233,8 +245,10 @@ class _Satellites:
             elif r and u in node_top and u > v:  # reversed edge ending at a host
                 r.insert(0, (r[0][0], node_top[u]))
             routes.append(r)
+            parts.append(next(core_parts))
         layers = [[self.main[k] for k in row] for row in res.layers]
-        return LayoutResult(xs, ys, routes, layer, order, res.width, res.height, res.seconds, res.crossings, layers)
+        return LayoutResult(xs, ys, routes, layer, order, res.width, res.height, res.seconds, res.crossings, layers,
+                            res.trunks, parts if res.parts else [])
 
 
 def _core_layout(inp: LayoutInput, opt: LayoutOptions, check: Callable[[], None]) -> LayoutResult:
@@ -265,14 +279,12 @@ def _core_layout(inp: LayoutInput, opt: LayoutOptions, check: Callable[[], None]
     check()
     lg.assign_x(opt, check)
     ys, layer_top, layer_h = _assign_y(lg, nodes_h, opt)
-    routes = _route_edges(inp.edges, lg, layer, ys, nodes_h, layer_top, layer_h, opt)
+    shift = -min(lg.x[i] - lg.width[i] / 2 for i in range(len(lg.x)))  # the left edge at 0
+    lg.x = [x + shift for x in lg.x]
+    routes, trunks, parts = _route_edges(inp.edges, lg, layer, ys, nodes_h, layer_top, layer_h, opt)
 
     xs = lg.x[:n]
-    min_x = min(lg.x[i] - lg.width[i] / 2 for i in range(len(lg.x)))
-    shift = -min_x
-    xs = [x + shift for x in xs]
-    routes = [[(px + shift, py) for px, py in r] for r in routes]
-    width = max(lg.x[i] + lg.width[i] / 2 for i in range(len(lg.x))) + shift
+    width = max(lg.x[i] + lg.width[i] / 2 for i in range(len(lg.x)))
     height = (layer_top[-1] + layer_h[-1]) if layer_top else 0.0
     order = [0] * n
     real_layers: list[list[int]] = []
@@ -284,7 +296,7 @@ def _core_layout(inp: LayoutInput, opt: LayoutOptions, check: Callable[[], None]
     dt = time.perf_counter() - t0
     log.debug("laid out %d nodes, %d edges (%d dummies, %d crossings) in %.3fs",
               n, len(inp.edges), len(lg.x) - n, crossings, dt)
-    return LayoutResult(xs, ys[:n], routes, layer, order, width, height, dt, crossings, real_layers)
+    return LayoutResult(xs, ys[:n], routes, layer, order, width, height, dt, crossings, real_layers, trunks, parts)
 
 
 # --------------------------------------------------------------------------- 1. layering
@@ -511,7 +523,7 @@ class _LayeredGraph:
             else:
                 z.append(x[v] - off)
                 weights.append(0.05)
-        y = _isotonic(z, weights)
+        y = z if len(z) == 1 else _isotonic(z, weights)  # one node: nothing to keep apart
         for v, yv, off in zip(nodes, y, offsets):
             x[v] = yv + off
 
@@ -585,29 +597,83 @@ def _assign_y(lg: _LayeredGraph, heights: list[float], opt: LayoutOptions):
 
 def _route_edges(edges: Sequence[tuple[int, int]], lg: _LayeredGraph, layer: list[int], ys: list[float],
                  heights: list[float], layer_top: list[float], layer_h: list[float],
-                 opt: LayoutOptions) -> list[list[Point]]:
+                 opt: LayoutOptions) -> tuple[list[list[Point]], list[list[Point]], list[tuple[int, int] | None]]:
+    """Routes, the trunks they share and which part of a trunk each uses (``LayoutResult.parts``).
+    A route through ``m`` dummies is its source's trunk cut after ``m`` layers: built by slicing
+    and simplified with the trunk's own decisions, so the work grows with the trunks, not with
+    the sum of the routes."""
     x = lg.x
     raw: list[list[Point] | None] = []
+    used: list[int] = []  #: trunk points of each forward route (0: none or a reversed route)
+    full: dict[int, list[Point]] = {}  #: source → points down its whole dummy chain
     for u, v in edges:
         if u == v:
             raw.append(None)
+            used.append(0)
             continue
         rev = u > v
         a, b = (v, u) if rev else (u, v)
-        pts: list[Point] = [(x[a], ys[a] + heights[a] / 2)]
-        chain = lg.chain.get(a, {})
-        for lv in range(layer[a] + 1, layer[b]):
-            d = chain[lv]
-            top = layer_top[lv]
-            pts.append((x[d], top))
-            pts.append((x[d], top + layer_h[lv]))
-        pts.append((x[b], ys[b] - heights[b] / 2))
+        m = 2 * (layer[b] - layer[a] - 1)
+        trunk = full.get(a) if m else None
+        if m and trunk is None:
+            chain = lg.chain[a]
+            trunk = full[a] = [pt for lv in range(layer[a] + 1, layer[a] + 1 + len(chain))
+                               for pt in ((x[chain[lv]], layer_top[lv]), (x[chain[lv]], layer_top[lv] + layer_h[lv]))]
+        pts = [(x[a], ys[a] + heights[a] / 2), *(trunk[:m] if m else ()), (x[b], ys[b] - heights[b] / 2)]
         raw.append(pts[::-1] if rev else pts)
+        used.append(0 if rev else m)
     _spread_ports(raw, edges, x, lg.width, opt)
-    return [_simplify(r) if r is not None else [] for r in raw]
+    routes: list[list[Point]] = []
+    parts: list[tuple[int, int] | None] = []
+    trunks: list[list[Point]] = []
+    kept: dict[tuple[int, Point], tuple[int, list[int]]] = {}  #: (source, start) → (trunk, kept indices)
+    for (u, _v), r, m in zip(edges, raw, used):
+        if r is None:
+            routes.append([])
+            parts.append(None)
+            continue
+        if not m:
+            routes.append(_simplify(r))
+            parts.append(None)
+            continue
+        start, last, end = r[0], r[m], r[-1]
+        hit = kept.get((u, start))
+        if hit is None:
+            idx, pts = _simplify_trunk(start, full[u])
+            hit = kept[(u, start)] = (len(trunks), idx)
+            trunks.append(pts)
+        t, idx = hit
+        c = bisect.bisect_left(idx, m - 1)  # kept points before the route's last trunk point
+        prev = trunks[t][c - 1] if c else start
+        route = [start, *trunks[t][:c]]
+        if abs(last[0] - prev[0]) > SIMPLIFY_TOL or abs(end[0] - last[0]) > SIMPLIFY_TOL:
+            route.append(last)
+        route.append(end)
+        routes.append(route)
+        parts.append((t, c))
+    return routes, trunks, parts
 
 
-def _simplify(pts: list[Point], tol: float = 1.0) -> list[Point]:
+#: how far (scene units) from vertical a run may stray and still be drawn as one segment
+SIMPLIFY_TOL = 1.0
+
+
+def _simplify_trunk(start: Point, trunk: list[Point]) -> tuple[list[int], list[Point]]:
+    """What :func:`_simplify` keeps of ``[start, *trunk, …]`` before the trunk's last point (which
+    every route decides alone: its next point is the route's end): kept indices and points."""
+    idx: list[int] = []
+    pts: list[Point] = []
+    prev = start
+    for j in range(len(trunk) - 1):
+        p, q = trunk[j], trunk[j + 1]
+        if abs(p[0] - prev[0]) > SIMPLIFY_TOL or abs(q[0] - p[0]) > SIMPLIFY_TOL:
+            idx.append(j)
+            pts.append(p)
+            prev = p
+    return idx, pts
+
+
+def _simplify(pts: list[Point], tol: float = SIMPLIFY_TOL) -> list[Point]:
     """Drop interior points of (nearly) vertical runs: a trunk through many layers becomes a
     few segments."""
     if len(pts) < 3:

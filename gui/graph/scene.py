@@ -33,6 +33,7 @@ from .grouping import GroupTree
 from .hierarchy import Placement
 from .items import (EdgeChunk, EdgePens, EdgeRef, GroupItem, NodeItem, OverviewItem, _mark_colour, add_smooth_route,
                     arrow_heads)
+from .layout import Point
 from .model import DisplayGraph
 
 log = logging.getLogger(__name__)
@@ -94,6 +95,8 @@ class GraphScene(QGraphicsScene):
         self._edge_chunks: list[QGraphicsPathItem] = []  #: edge paths and arrow heads
         self._emphasis: QGraphicsPathItem | None = None
         self._edge_boxes = np.zeros((0, 4))
+        #: every edge piece drawn, once per pen (from a parameter?)
+        self._pieces: list[tuple[Point, Point, bool]] = []
         self.groups: dict[int, GroupItem] = {}  #: visible group boxes by group id
         self.preds: list[list[int]] = []
         self.succs: list[list[int]] = []
@@ -201,7 +204,12 @@ class GraphScene(QGraphicsScene):
         their own, dashed), the arrow heads (in chunks by where they end), and every route's
         bounding box (tooltips). Every item is top-level and spatially small, so Qt's index
         hands a frame only what is in view (one item for all arrow heads would be drawn, whole,
-        every frame)."""
+        every frame).
+
+        Each piece is drawn once: the edges of one source share its trunk (see
+        :mod:`.layout`), so a route is walked back from its end only until it meets a piece an
+        earlier route had at the same place after the same points — 1,000 routes down one trunk
+        cost the trunk once, not 1,000 times (in building and in every frame)."""
         for it in self._edge_chunks:
             self.removeItem(it)
         self._edge_chunks = []
@@ -211,6 +219,10 @@ class GraphScene(QGraphicsScene):
         cells: dict[tuple[int, int, bool], list] = {}
         ends: dict[tuple[int, int], list] = {}
         boxes = []
+        drawn: tuple[set, set] = (set(), set())  #: pieces drawn, per pen
+        #: (first point, index, piece) → the first route that starts there and has that piece there
+        walked: dict[tuple[Point, int, tuple[Point, Point]], int] = {}
+        self._pieces = []
         for k, (ru, rv, ek, route) in enumerate(p.edges):
             e = edges[ek]
             self.edges.append(EdgeRef(k, e, route))
@@ -219,8 +231,19 @@ class GraphScene(QGraphicsScene):
             if route:
                 # each piece of the route goes to the cell where it starts: a frame then strokes
                 # only the pieces near the view, however long the edges
-                for a, b in zip(route, route[1:]):
-                    cells.setdefault((int(a[0] // EDGE_CELL), int(a[1] // EDGE_CELL), e.from_param), []).append((a, b))
+                seen = drawn[e.from_param]
+                first = route[0]
+                for i in range(len(route) - 2, -1, -1):
+                    piece = (route[i], route[i + 1])
+                    by = walked.setdefault((first, i, piece), k)
+                    if by != k and p.edges[by][3][:i] == route[:i]:
+                        break  # the rest is an earlier route's start, drawn with it
+                    if piece not in seen:
+                        seen.add(piece)
+                        self._pieces.append((*piece, e.from_param))
+                        a = piece[0]
+                        cells.setdefault((int(a[0] // EDGE_CELL), int(a[1] // EDGE_CELL), e.from_param),
+                                         []).append(piece)
                 x1, y1 = route[-1]
                 ends.setdefault((int(x1 // CHUNK), int(y1 // CHUNK)), []).append(route)
                 xs = [q[0] for q in route]
@@ -311,6 +334,7 @@ class GraphScene(QGraphicsScene):
         self._emphasis = None
         self._edge_chunks = []
         self._edge_boxes = np.zeros((0, 4))
+        self._pieces = []
         self._built = False
         self._codes = np.zeros(0, dtype=np.int64)
         self._rects = np.zeros((0, 4))
@@ -339,8 +363,8 @@ class GraphScene(QGraphicsScene):
             self._build_overview()
 
     def _build_overview(self) -> None:
-        """Cut what is visible into square chunks, one overview item each (edges by where they
-        start); expanded frames go into one more item, state overlays into another."""
+        """Cut what is visible into square chunks, one overview item each (edge pieces by where
+        they start); expanded frames go into one more item, state overlays into another."""
         for it in self._overviews:
             self.removeItem(it)
         for it in (self._overlay, self._frames):
@@ -376,17 +400,12 @@ class GraphScene(QGraphicsScene):
                 path = c["fills"][key] = QPainterPath()
             path.addRect(QRectF(x0, y0, x1 - x0, y1 - y0))
             grow(c, x0, y0, x1, y1)
-        for _ru, _rv, _k, pts in p.edges:
-            if len(pts) < 2:
-                continue
-            c = chunk(*pts[0])
+        for (x0, y0), (x1, y1), _param in self._pieces:
+            c = chunk(x0, y0)
             path = c["edges"]
-            path.moveTo(*pts[0])
-            for q in pts[1:]:
-                path.lineTo(*q)
-            xs = [q[0] for q in pts]
-            ys = [q[1] for q in pts]
-            grow(c, min(xs), min(ys), max(xs), max(ys))
+            path.moveTo(x0, y0)
+            path.lineTo(x1, y1)
+            grow(c, min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1))
         for c in chunks.values():
             b = c["bounds"]
             item = OverviewItem(QRectF(b[0], b[1], b[2] - b[0], b[3] - b[1]))

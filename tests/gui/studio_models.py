@@ -4,7 +4,9 @@
 * :class:`WithUnsupportedOp` — a conv net that calls ``torch.linalg.det``, which no converter
   handles, so the conversion reports it;
 * :class:`DenseNet121` — torchvision's DenseNet-121 architecture written out in plain torch
-  (≈1,160 graph nodes): the big graph for the layout-time and responsiveness tests.
+  (≈1,160 graph nodes): the big graph for the layout-time and responsiveness tests;
+* :class:`RotaryStack` — stacked decoder-like layers that all read two buffers of the top
+  module (an LLM's rotary tables): edges from one source into every layer.
 """
 from __future__ import annotations
 
@@ -108,3 +110,31 @@ class DenseNet121(nn.Module):
         x = torch.relu(self.features(x))
         x = torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1)
         return self.classifier(x)
+
+
+class _RotaryLayer(nn.Module):
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.q = nn.Linear(dim, dim)
+        self.mlp = nn.Sequential(nn.Linear(dim, dim), nn.SiLU(), nn.Linear(dim, dim))
+
+    def forward(self, x, cos, sin):
+        q = self.q(x)
+        q = q * cos + torch.flip(q, [-1]) * sin
+        return x + self.mlp(torch.relu(q))
+
+
+class RotaryStack(nn.Module):
+    """``layers`` layers each reading the top module's ``cos`` and ``sin`` buffers."""
+
+    def __init__(self, layers: int = 12, dim: int = 16) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.register_buffer("cos", torch.cos(torch.arange(dim, dtype=torch.float32)))
+        self.register_buffer("sin", torch.sin(torch.arange(dim, dtype=torch.float32)))
+        self.layers = nn.ModuleList(_RotaryLayer(dim) for _ in range(layers))
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x, self.cos, self.sin)
+        return x

@@ -230,3 +230,31 @@ def test_everything_inside_one_box_opens_and_closes(panel, qtbot):
     _expand(panel, qtbot, panel.collapse_subtree, layer)
     assert panel.expanded == {layer, tree.by_path["encoder"]}
     assert {g for g in panel.scene.groups if g in inside} == inside  # the inner boxes show, closed
+
+
+def test_a_buffer_read_by_every_layer_runs_down_one_trunk_drawn_once(panel, qtbot, exported):
+    """The rotary tables of an LLM feed every layer: their edges share one trunk (each route
+    leaves it at its layer), and the scene draws every piece of every route exactly once."""
+    _ep, disp = _aten(exported("rotary_stack"))
+    _show(panel, qtbot, disp)
+    p, scene = panel.scene.layout, panel.scene
+    assert panel.expanded == panel.tree.all_groups() and len(panel.tree.groups) > 12  # opened fully
+    assert len(p.nodes) == len(disp.nodes)
+    cos = disp.index["b_cos"]
+    routes = sorted((r for _ru, _rv, k, r in p.edges if disp.edges[k].src == cos), key=lambda r: r[-1][1])
+    assert len(routes) == 12  # one reader per layer
+    deepest = routes[-1]
+
+    def shared(r):
+        n = 0
+        while n < min(len(r), len(deepest)) and r[n] == deepest[n]:
+            n += 1
+        return n
+
+    # one trunk: the deeper the layer, the longer its route runs down the deepest one's points
+    common = [shared(r) for r in routes[:-1]]
+    assert all(c >= 1 for c in common) and common == sorted(common) and common[-1] > len(deepest) // 2
+    every = [(a, b, disp.edges[k].from_param) for _ru, _rv, k, r in p.edges for a, b in zip(r, r[1:])]
+    assert len(scene._pieces) == len(set(scene._pieces))  # nothing drawn twice with one pen
+    assert set(scene._pieces) == set(every)  # nothing left out
+    assert len(scene._pieces) < len(every) - 100  # the trunk's pieces counted once, not once per route

@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from gui.graph.layout import LayoutCancelled, LayoutInput, layered_layout
+from gui.graph.layout import LayoutCancelled, LayoutInput, LayoutOptions, layered_layout
 
 
 def _chain_with_params(n_ops: int, params_per_op: int = 2, skip_every: int = 5) -> LayoutInput:
@@ -121,3 +121,39 @@ def test_a_1500_node_dense_graph_lays_out_with_every_edge_routed():
     assert 1400 <= len(inp.sizes) <= 2000
     res = layered_layout(inp)
     assert len(res.routes) == len(inp.edges) and all(res.routes)
+
+
+def test_edges_of_one_source_share_its_trunk():
+    """A table read by every layer of a stack (an LLM's rotary cos/sin): its routes are slices
+    of one trunk, and still bend only between adjacent layers."""
+    rnd = random.Random(3)
+    sizes, edges = [(80.0, 34.0)], []  # node 0: the table
+    prev = None
+    for k in range(40):
+        v = len(sizes)
+        sizes.append((float(rnd.randint(60, 160)), 38.0))
+        if prev is not None:
+            edges.append((prev, v))
+        if k % 3 == 2:
+            edges.append((0, v))
+            side = len(sizes)  # a side branch pulls the trunk sideways
+            sizes.append((float(rnd.randint(60, 200)), 38.0))
+            edges.extend([(prev, side), (side, v)])
+        prev = v
+    inp = LayoutInput(sizes, edges)
+    opt = LayoutOptions()
+    res = layered_layout(inp, opt)
+    from_table = [k for k, (u, _v) in enumerate(edges) if u == 0]
+    long = [k for k in from_table if res.layer[edges[k][1]] > res.layer[0] + 1]  # through dummies
+    assert len(long) >= 12 and {res.parts[k][0] for k in long} == {res.parts[long[0]][0]}
+    trunk = res.trunks[res.parts[long[0]][0]]
+    assert len(trunk) <= 2 * max(res.layer)  # one trunk point per layer side, however many readers
+    for k in long:
+        t, c = res.parts[k]
+        route = res.routes[k]
+        assert route[1:1 + c] == trunk[:c]
+        assert route[-1][1] == pytest.approx(res.y[edges[k][1]] - 19.0)
+        for (x0, y0), (x1, y1) in zip(route, route[1:]):
+            assert y0 <= y1
+            if abs(x1 - x0) > 1.0:  # a bend crosses one gap between layers, never several
+                assert y1 - y0 <= opt.rank_sep + 38.0

@@ -3,7 +3,8 @@
 ``Tensor.slice`` as indexing, ``torch.cat``, ``torch.index_select`` with a constant index,
 reductions (``dim=None``, several dims for ``prod``, ``max``/``min`` values), ``unsqueeze`` of
 several dims, and functions whose pnnx params PyTorch spells otherwise (``F.pad``, ``F.elu``
-with a scale, ``F.avg_pool1d``, ``torch.stft``/``istft`` with a named window).
+with a scale, ``F.avg_pool1d``, ``torch.stft``/``istft`` with a named window, ``torch.einsum``'s
+positional equation).
 """
 from __future__ import annotations
 
@@ -29,11 +30,13 @@ def _reshape(cx: OpContext) -> OpSource:
     shape = list(op.params.get("shape", []))
     expr = op.params.get("shape_expr")
     dims = cx.symbols.dims(shape)
-    if dims is None and expr and len(op.inputs) > 1:
+    if dims is None and expr:
         items = _split_top(str(expr).strip()[1:-1])  # [1,16,size(@1,2),...], as the ncnn lowering reads it
         dims = [expression(e, lambda i: cx.var(op.inputs[i]), numbers=True) for e in items]
     if dims is None:
         dims = [str(d) if isinstance(d, int) else str(_hint(op.outputs[0], k)) for k, d in enumerate(shape)]
+    if not dims:  # a rank-0 result
+        return OpSource(forward=[cx.assign(f"{cx.x}.{method}(())")])
     return OpSource(forward=[cx.assign(f"{cx.x}.{method}({', '.join(dims)})")])
 
 
@@ -212,3 +215,10 @@ def _spectral(cx: OpContext) -> OpSource:
     if op.type == "torch.stft":
         params.append(("return_complex", "True"))
     return OpSource(forward=[cx.assign(call(op.type, [cx.x], params))])
+
+
+@emitter("torch.einsum")
+def _einsum(cx: OpContext) -> OpSource:
+    """``torch.einsum`` takes its equation first, positionally."""
+    pos, _ = cx.inputs()
+    return OpSource(forward=[cx.assign(call("torch.einsum", [literal(cx.op.params["equation"])] + pos))])

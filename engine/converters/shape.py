@@ -659,11 +659,67 @@ def moves_batch(x: Operand, out: Operand) -> bool:
     return bi is None or bo is None or reshape_axis(x.shape, bi, out.shape) != bo
 
 
+def _outer_batch(shape: Sequence[Dim], b: int | None) -> tuple[Dim, int] | None:
+    """``(n, s)`` when batch axis ``b`` of ``shape`` holds more than one sample and is outermost
+    in row-major order (only static 1s before it): each sample is then one contiguous run of
+    ``s`` (static) elements of the whole tensor."""
+    if b is None or shape[b] == 1 or any(d != 1 for d in shape[:b]) or not is_static(shape[b + 1:]):
+        return None
+    return shape[b], _numel(shape[b + 1:])
+
+
+def _unit_batch(shape: Sequence[Dim], b: int | None) -> bool:
+    """No batch axis, or one that is a static 1 (the same Mat as none)."""
+    return b is None or shape[b] == 1
+
+
+def _run_reshape(ctx, x: Operand, n: Dim, s: int, *, split: bool) -> Operand:
+    """The batch move between ``n`` samples of ``s`` elements and the blob ``(1, n, s)`` that
+    holds them in a row, as ncnn's Reshape copies it with one ``memcpy`` per sample (its fast
+    path for a batch axis next to the blob's outermost unit dim: the samples ``(1, s)``, with
+    the blob ``(c=1, h=n, w=s)``, are never packed, so no element is copied on its own).
+    ``x`` is that blob (``split``) or those samples (else)."""
+    y = ctx.layer("Reshape", [x], w=s, h=n if isinstance(n, int) else int(ReshapeDim.INFER), c=1,
+                  input_batch_axis=233 if split else 1, output_batch_axis=1 if split else 233)
+    y.shape = [1, n, s]
+    return set_batch_dim(y, 1 if split else None)
+
+
+def contiguous_batch_move(ctx, x: Operand, out: Operand) -> Operand | None:
+    """A batch move whose samples are contiguous runs of the whole tensor — split off the
+    outermost dims of an unbatched blob, or merged back into one — as three cheap layers:
+    a per-sample reshape to ``(1, s)`` (or of the blob to ``(1, n, s)``), the batch Reshape in
+    ncnn's memcpy form (:func:`_run_reshape`) and a reshape to the output's ncnn shape. ncnn's
+    general batch Reshape computes two offsets per element (~50x slower: Swin's windows).
+    None when the move is not of that kind (the batch changes axis within the data)."""
+    bi, bo = batch_dim(x), batch_dim(out)
+    src, dst = list(x.shape), list(out.shape)
+    if _unit_batch(src, bi) and (run := _outer_batch(dst, bo)) is not None:
+        n, s = run
+        y = _run_reshape(ctx, reshape_to(ctx, x, [1, n, s]), n, s, split=True)
+    elif _unit_batch(dst, bo) and (run := _outer_batch(src, bi)) is not None:
+        n, s = run
+        rows = x
+        if ncnn_shape(x) != [1, s]:
+            rows = ctx.layer("Reshape", [x], h=1, w=s)
+            rows.shape = [1, n, s]
+            set_batch_dim(rows, 1)
+        y = _run_reshape(ctx, rows, n, s, split=False)
+    else:
+        return None
+    return reshape_to(ctx, y, ncnn_shape(out), final=True)
+
+
 def batch_reshape(ctx, x: Operand, out: Operand, op=None) -> Operand:
     """One ncnn ``Reshape`` over the whole logical tensors (the batch as a dim): ``12=`` where
     the batch axis is in ``x``'s torch shape, ``13=`` where it goes in ``out``'s (233: none).
     Dynamic dims keep their input extent or are inferred; more than one that is neither needs
-    the shape expression of ``op`` (the reshape), evaluated over the batch count too."""
+    the shape expression of ``op`` (the reshape), evaluated over the batch count too. A move
+    of contiguous samples takes :func:`contiguous_batch_move`'s memcpy form instead."""
+    if x.shape is not None and out.shape is not None:
+        fast = contiguous_batch_move(ctx, x, out)
+        if fast is not None:
+            return fast
     bi, bo = batch_dim(x), batch_dim(out)
     src, dst = list(x.shape), list(out.shape)
     if not 1 <= len(dst) <= 5:

@@ -102,7 +102,7 @@ def lower_graph(g: Graph, registry: Registry, ctx: ConversionContext,
     return lowered
 
 
-def _select(g: Graph, registry: Registry, ctx: ConversionContext, op: Operator) -> Converter | None:
+def _select(registry: Registry, ctx: ConversionContext, op: Operator) -> Converter | None:
     """The accepting rule for ``op``, or None after reporting why there is none."""
     if op.meta.get("layout_error"):  # the batch layout solver found the op's shapes contradictory
         ctx.error(str(op.meta["layout_error"]), op)
@@ -126,7 +126,7 @@ def _lower_one(g: Graph, registry: Registry, ctx: ConversionContext, op: Operato
                check: Callable[[Operator], None] | None) -> list[Operator] | None:
     """Replace ``op`` by what its rule emits; returns the emitted operators (None: not lowered,
     reported)."""
-    conv = _select(g, registry, ctx, op)
+    conv = _select(registry, ctx, op)
     if conv is None:
         return None
     original_name = op.name

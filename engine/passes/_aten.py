@@ -32,10 +32,13 @@ class AtenEmitter:
             self._last = op
 
     def op(self, type: str, inputs: dict[str, Operand] | Sequence[tuple[str, Operand]] = (), *,
-           shape: Sequence[Dim], dtype: str, name: str | None = None, **params: Any) -> Operand:
+           shape: Sequence[Dim], dtype: str, name: str | None = None, param_dict: dict | None = None,
+           **params: Any) -> Operand:
         """One operator of ``type`` (an overload name) reading ``inputs`` (argument name → operand),
-        with ``params``; returns its output operand of ``shape``/``dtype``."""
+        with ``params`` (and ``param_dict``, for names that clash with these arguments, such as
+        reshape's ``shape``); returns its output operand of ``shape``/``dtype``."""
         items = list(inputs.items()) if isinstance(inputs, dict) else list(inputs)
+        params = {**(param_dict or {}), **params}
         g = self.graph
         out = g.new_operand(name or self.base, dtype=dtype, shape=list(shape))
         op = g.add_op(type, out.name, [o for _, o in items], [out], params=params,

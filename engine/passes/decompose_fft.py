@@ -86,14 +86,12 @@ def _last_dim_only(op: Operator, rank: int) -> bool:
     return len(dims) == 1 and isinstance(dims[0], int) and dims[0] % rank == rank - 1
 
 
-def _static(shape) -> bool:
+def _static_last(shape) -> bool:
     return shape is not None and len(shape) >= 1 and all(isinstance(d, int) for d in shape[-1:])
 
 
 def _view(em: AtenEmitter, x, shape: list, name: str):
-    y = em.op("aten.view.default", {"self": x}, shape=shape, dtype=x.dtype, name=name)
-    y.producer.params["size"] = list(shape)
-    return y
+    return em.op("aten.view.default", {"self": x}, shape=shape, dtype=x.dtype, name=name, size=list(shape))
 
 
 def _flat_pairs(em: AtenEmitter, x, name: str):
@@ -124,7 +122,7 @@ def _transform(graph: Graph, op: Operator, basis: np.ndarray) -> None:
 def run(graph: Graph, cx) -> None:
     for op in graph.ops_of_type(*_FORWARD, "aten._fft_c2r.default", "aten.fft_irfft.default", "aten._fft_c2c.default"):
         x, out = op.inputs[0], op.outputs[0]
-        if x.shape is None or out.shape is None or not _static(x.shape) or not _static(out.shape) \
+        if x.shape is None or out.shape is None or not _static_last(x.shape) or not _static_last(out.shape) \
                 or not _last_dim_only(op, len(x.shape)) or max(x.shape[-1], out.shape[-1]) > MAX_POINTS \
                 or _normalization(op) is None or len(op.inputs) != 1:
             continue

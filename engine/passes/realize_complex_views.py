@@ -75,12 +75,17 @@ def _realize(graph: Graph, op: Operator, reals: dict[int, Operand]) -> bool:
     real = REAL_OF[x.dtype]
     em = AtenEmitter(graph, op)
     items = [("self", _real_layout(em, x, reals))] + list(zip(op.input_names[1:], op.inputs[1:]))
-    y = em.op(op.type, items, shape=list(out.shape) + [2], dtype=real, name=f"{op.name}_real")
-    y.producer.params.update(params)  # (reshape's own "shape" param would clash with em.op's)
+    y = em.op(op.type, items, shape=list(out.shape) + [2], dtype=real, name=f"{op.name}_real", param_dict=params)
+    _replace_by_complex(graph, em, op, y)
+    return True
+
+
+def _replace_by_complex(graph: Graph, em: AtenEmitter, op: Operator, y: Operand) -> None:
+    """``op``'s complex output becomes ``view_as_complex(y)`` (``y``: its real layout)."""
+    out = op.outputs[0]
     em.replace(em.op("aten.view_as_complex.default", {"self": y}, shape=list(out.shape), dtype=out.dtype,
                      name=f"{op.name}_complex"))
     graph.remove_op(op)
-    return True
 
 
 #: linear ops and which of their tensor arguments are complex ("c") or real ("r") then
@@ -109,11 +114,9 @@ def _realize_linear(graph: Graph, op: Operator, reals: dict[int, Operand]) -> bo
             opd = em.op("aten.unsqueeze.default", {"self": opd}, shape=list(opd.shape) + [1], dtype=opd.dtype,
                         name=f"{opd.name}_pair", dim=len(opd.shape))
         items.append((name, opd))
-    y = em.op(op.type, items, shape=list(out.shape) + [2], dtype=real, name=f"{op.name}_real")
-    y.producer.params.update(op.params)
-    em.replace(em.op("aten.view_as_complex.default", {"self": y}, shape=list(out.shape), dtype=out.dtype,
-                     name=f"{op.name}_complex"))
-    graph.remove_op(op)
+    y = em.op(op.type, items, shape=list(out.shape) + [2], dtype=real, name=f"{op.name}_real",
+              param_dict=dict(op.params))
+    _replace_by_complex(graph, em, op, y)
     return True
 
 
@@ -127,9 +130,7 @@ def _realize_zeros(graph: Graph, op: Operator) -> bool:
         return False
     em = AtenEmitter(graph, op)
     y = em.constant(np.zeros(list(out.shape) + [2], NUMPY_DTYPES[REAL_OF[out.dtype]]), name=f"{op.name}_real")
-    em.replace(em.op("aten.view_as_complex.default", {"self": y}, shape=list(out.shape), dtype=out.dtype,
-                     name=f"{op.name}_complex"))
-    graph.remove_op(op)
+    _replace_by_complex(graph, em, op, y)
     return True
 
 

@@ -319,12 +319,37 @@ def _reason(r: dict) -> str:
     return r["status"]
 
 
-def write_report(rows: list[dict], dialects: list[str], with_pnnx: bool) -> None:
+def _run_line(run: dict | None) -> list[str]:
+    """Where the numbers come from: date, commit, versions, jobs, wall time."""
+    if not run:
+        return []
+    return [f"Run {run['date']} at {run['commit']} ({run['jobs']} jobs, {run['wall_s'] / 60:.0f} min wall; "
+            f"{run['versions']}){'; rows of tests not re-run kept from the previous run' if run['merged'] else ''}.", ""]
+
+
+def _versions() -> str:
+    import importlib.metadata as md
+
+    out = []
+    for pkg in ("torch", "ncnn", "pnnx"):
+        try:
+            out.append(f"{pkg} {md.version(pkg)}")
+        except md.PackageNotFoundError:
+            pass
+    return ", ".join(out)
+
+
+def _commit() -> str:
+    p = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return p.stdout.strip() or "unknown commit"
+
+
+def write_report(rows: list[dict], dialects: list[str], with_pnnx: bool, run: dict | None = None) -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "pnnx_suite.json").write_text(json.dumps(rows, indent=1) + "\n")
     by = {(r["test"], r["mode"], r["dialect"]): r for r in rows}
     tests = sorted({r["test"] for r in rows})
-    lines = ["# pnnx's ncnn test suite through torch.export → pt2ncnn → ncnn", ""]
+    lines = ["# pnnx's ncnn test suite through torch.export → pt2ncnn → ncnn", ""] + _run_line(run)
     for dialect in dialects:
         ours = [by.get((t, "pt2ncnn", dialect)) for t in tests]
         pn = [by.get((t, "pnnx", "training")) for t in tests]
@@ -395,8 +420,10 @@ def main(argv=None) -> int:
         done = {(r["test"], r["mode"], r["dialect"]) for r in rows}
         rows += [r for r in json.loads((RESULTS / "pnnx_suite.json").read_text())
                  if (r["test"], r["mode"], r["dialect"]) not in done]
+    run = {"date": time.strftime("%Y-%m-%d %H:%M"), "commit": _commit(), "jobs": a.j,
+           "wall_s": time.perf_counter() - t0, "versions": _versions(), "merged": bool(a.merge)}
     rows.sort(key=lambda r: (r["test"], r["mode"], r["dialect"]))
-    write_report(rows, dialects, pnnx is not None or any(r["mode"] == "pnnx" for r in rows))
+    write_report(rows, dialects, pnnx is not None or any(r["mode"] == "pnnx" for r in rows), run)
     return 0
 
 

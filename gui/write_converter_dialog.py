@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import os
 
-from PySide6.QtWidgets import (QButtonGroup, QDialog, QDialogButtonBox, QFileDialog, QFormLayout, QHBoxLayout, QLabel,
-                               QLineEdit, QPushButton, QRadioButton, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QButtonGroup, QDialog, QDialogButtonBox, QFileDialog, QFormLayout, QLabel, QLineEdit,
+                               QRadioButton, QVBoxLayout, QWidget)
+
+from .convert_dialog import browse_row, error_label
 
 TEMPLATE_TEXT = {
     "pnnx": "Lower to existing pnnx / ncnn ops (write the rule's body with ctx.emit)",
@@ -29,7 +31,7 @@ class WriteConverterDialog(QDialog):
         what = f"<b>{op_name}</b> — made from node <b>{node}</b>"
         if overrides:
             what += f"<br>It converts today with {overrides}: your rule takes priority over it."
-        head = QLabel(what)
+        self.head = head = QLabel(what)
         head.setWordWrap(True)
         self.templates: dict[str, QRadioButton] = {}
         self.group = QButtonGroup(self)
@@ -45,14 +47,8 @@ class WriteConverterDialog(QDialog):
         self.templates["decompose"].setToolTip("Checking whether PyTorch decomposes this overload…")
         self.path = QLineEdit(path)
         self.path.setObjectName("pluginPath")
-        browse = QPushButton("Browse…")
-        browse.clicked.connect(self._browse)
-        prow = QHBoxLayout()
-        prow.addWidget(self.path, 1)
-        prow.addWidget(browse)
-        self.error = QLabel("")
-        self.error.setStyleSheet("color:#d62828")
-        self.error.setWordWrap(True)
+        prow = browse_row(self.path, self._browse)
+        self.error = error_label()
         form = QFormLayout()
         form.addRow(head)
         form.addRow("Template", box)

@@ -83,6 +83,20 @@ def wait_converted(qtbot, window, before, timeout=60_000):
     assert window.wait_settled()
 
 
+def converted_with_rule(window, qtbot, pt2, tmp_path) -> str:
+    """Open ``pt2``, add :data:`RULE` to the session as ``rules/hypot.py``, convert with it."""
+    open_model(window, pt2)
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    path = str(rules / "hypot.py")
+    save_as_editor(path, RULE)
+    before = window.doc.conversion
+    window.plugins.add(path)
+    window.plugins.reconvert()
+    wait_converted(qtbot, window, before)
+    return path
+
+
 def plugin_rows(window) -> list:
     return [d for d in window.problems.model.items if d.plugin]
 
@@ -157,15 +171,7 @@ def test_write_a_converter_save_it_reconvert_export_and_verify(studio, qtbot, hy
 
 def test_a_broken_plugin_is_one_problem_with_its_line_and_the_conversion_stays(studio, qtbot, hypot_pt2, tmp_path):
     window = studio
-    open_model(window, hypot_pt2)
-    rules = tmp_path / "rules"
-    rules.mkdir()
-    path = str(rules / "hypot.py")
-    save_as_editor(path, RULE)
-    before = window.doc.conversion
-    window.plugins.add(path)
-    window.plugins.reconvert()
-    wait_converted(qtbot, window, before)
+    path = converted_with_rule(window, qtbot, hypot_pt2, tmp_path)
     good = window.doc.conversion
     assert good.result.ok and not window.problems.model.items
     for what, (old, new, reason, line) in BREAKAGES.items():
@@ -188,15 +194,7 @@ def test_a_broken_plugin_is_one_problem_with_its_line_and_the_conversion_stays(s
 
 def test_unchecking_a_plugin_converts_without_it(studio, qtbot, hypot_pt2, tmp_path):
     window = studio
-    open_model(window, hypot_pt2)
-    rules = tmp_path / "rules"
-    rules.mkdir()
-    path = str(rules / "hypot.py")
-    save_as_editor(path, RULE)
-    before = window.doc.conversion
-    window.plugins.add(path)
-    window.plugins.reconvert()
-    wait_converted(qtbot, window, before)
+    path = converted_with_rule(window, qtbot, hypot_pt2, tmp_path)
     on = window.doc.conversion
     assert on.result.ok
     item = window.plugins_panel.file_item(path)
@@ -209,3 +207,49 @@ def test_unchecking_a_plugin_converts_without_it(studio, qtbot, hypot_pt2, tmp_p
     window.plugins_panel.file_item(path).setCheckState(0, Qt.CheckState.Checked)
     wait_converted(qtbot, window, off)
     assert window.doc.conversion.result.ok
+
+
+class LogitNet(torch.nn.Module):
+    """conv → sigmoid → logit: logit has no built-in rule; PyTorch decomposes it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.conv = torch.nn.Conv2d(3, 4, 3)
+
+    def forward(self, x):
+        return torch.logit(torch.sigmoid(self.conv(x)), eps=1e-6)
+
+
+def test_decompose_template_offered_where_pytorch_decomposes(studio, qtbot, tmp_path):
+    window = studio
+    pt2 = studio_models.export(LogitNet(), (torch.randn(1, 3, 8, 8),), tmp_path / "logit.pt2")
+    open_model(window, pt2)
+    first = window.doc.conversion
+    [d] = first.result.errors
+    panel = window.problems
+    panel.table.setCurrentIndex(panel.model.index(0, 3))
+    panel.write_action.trigger()
+    dlg = window.plugins.dialog
+    qtbot.waitUntil(lambda: dlg.templates["decompose"].isEnabled(), timeout=60_000)
+    qtbot.mouseClick(dlg.templates["decompose"], Qt.MouseButton.LeftButton)
+    assert dlg.template == "decompose"
+    qtbot.mouseClick(dlg.write_button, Qt.MouseButton.LeftButton)
+    wait_converted(qtbot, window, first)  # unedited, the decomposition converts
+    conv = window.doc.conversion
+    assert conv.result.ok, conv.result.errors
+    tag = f"{dlg.path.text()}::logit_default"
+    assert window.plugins.nodes[tag] == [d.node]
+
+
+def test_override_a_builtin_rule_from_the_selected_node(studio, qtbot, hypot_pt2):
+    window = studio
+    open_model(window, hypot_pt2)
+    relu = next(op.name for op in window.doc.aten.ops if op.type == "aten.relu.default")
+    window.sync.select("aten", [relu])
+    assert window.inspector.current == ("aten", relu)
+    window.plugins.action.trigger()
+    dlg = window.plugins.dialog
+    assert dlg.isVisible() and dlg.op_name == "aten.relu.default"
+    assert "engine.converters" in dlg.head.text() and "takes priority" in dlg.head.text()
+    dlg.reject()

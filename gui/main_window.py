@@ -68,6 +68,8 @@ __all__ = ["MainWindow", "export_paths"]
 class MainWindow(QMainWindow):
     documentChanged = Signal()
     conversionChanged = Signal()
+    #: a conversion ended but is not shown (a broken converter plug-in): its first problem
+    conversionRefused = Signal(object)
     exported = Signal(list)
 
     def __init__(self, settings: Settings | None = None, *, reporter: ErrorReporter | None = None,
@@ -307,8 +309,12 @@ class MainWindow(QMainWindow):
 
     def _on_convert_result(self, doc: Document, result) -> None:
         """A conversion ended: shown, unless a converter plug-in is broken (see PluginSession.take)."""
-        if doc is self.doc and self.plugins.take(doc, result):
+        if doc is not self.doc:
+            return
+        if self.plugins.take(doc, result):
             self._on_converted(doc, result)
+        else:
+            self.conversionRefused.emit(self.plugins.problems[0] if self.plugins.problems else None)
 
     def _on_pnnx_preview(self, doc: Document, preview: PnnxPreview) -> None:
         """The pnnx graph of the conversion still running: shown at once if it is the view."""

@@ -83,7 +83,14 @@ class PluginEditor(QDialog):
 
     def file_changed(self) -> None:
         """The file changed on disk: read it again unless edited here."""
-        if not self.text.document().isModified():
+        if self.text.document().isModified():
+            return
+        try:
+            with open(self.path, encoding="utf-8") as f:
+                same = f.read() == self.text.toPlainText()
+        except OSError:
+            same = False
+        if not same:  # not the file this editor just saved
             self.reload()
 
     def go_to(self, line: int | None) -> None:

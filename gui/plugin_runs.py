@@ -122,6 +122,7 @@ class RuleCheck:
     layers: list[Any]  #: the LayerRecords (compared ones)
     rtol: float
     conversion: Any  #: the Conversion checked
+    made: int = 0  #: how many ncnn layers the rule made (intermediate ones are checked with the next)
 
     @property
     def worst(self) -> float | None:
@@ -139,7 +140,8 @@ class RuleCheck:
         worst = self.worst
         err = "no error measured" if worst is None else f"max rel. error {worst:.2g}"
         verdict = "within" if self.ok else "beyond"
-        return f"{err} alone ({n} layer{'s' if n != 1 else ''}, {verdict} tolerance {self.rtol:g})"
+        of = f" of {self.made}" if self.made > n else ""
+        return f"{err} alone ({n}{of} layer{'s' if n != 1 or of else ''} compared, {verdict} tolerance {self.rtol:g})"
 
 
 def check_rule(ctx, doc, conversion: Conversion, tag: str, nodes: Sequence[str]) -> RuleCheck:
@@ -149,4 +151,4 @@ def check_rule(ctx, doc, conversion: Conversion, tag: str, nodes: Sequence[str])
     run = verify_conversion(ctx, doc, conversion)
     made = {op.name for op in conversion.result.ncnn.ops if tag in op.meta.get("converted_by", ())}
     layers = [r for r in run.layers_of_nodes(nodes) if (r.layer in made or not made) and r.own is not None]
-    return RuleCheck(tag, layers, run.tolerance, conversion)
+    return RuleCheck(tag, layers, run.tolerance, conversion, len(made))

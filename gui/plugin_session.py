@@ -197,9 +197,11 @@ class PluginSession(QObject):
         first = problems[0]
         kept = "the previous conversion is kept" if doc.conversion is not None else "nothing converted"
         self.win.status(f"Plug-in problem at {first.plugin}: {first.reason} — {kept} (see Problems)")
-        if doc.conversion is None:
+        if doc.conversion is None and isinstance(result, PluginFailure):  # nothing to show: say so at once
             self.win.right_panel.show_graph(None, message="Not converted: a converter plug-in does not load — "
                                                           "see Problems")
+            error = next(ld.error for ld in result.loads if ld.error is not None)
+            self.win.reporter.report("Conversion failed", error)
         self.refresh()
         return False
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QLabel, QPushButton, QTreeWidget, QTreeWidgetItem,
                                QVBoxLayout, QWidget)
@@ -170,7 +170,9 @@ class PluginsPanel(QWidget):
     # ---------------------------------------------------------------- requests
     def _changed(self, item: QTreeWidgetItem, column: int) -> None:
         if column == 0 and item.data(0, TAG) is None:
-            self.toggled.emit(item.data(0, PATH), item.checkState(0) == Qt.CheckState.Checked)
+            path, on = item.data(0, PATH), item.checkState(0) == Qt.CheckState.Checked
+            # after this signal: the rows are built again in response
+            QTimer.singleShot(0, lambda: self.toggled.emit(path, on))
 
     def _verify(self) -> None:
         tag = self.current_tag()

@@ -253,3 +253,27 @@ def test_override_a_builtin_rule_from_the_selected_node(studio, qtbot, hypot_pt2
     assert dlg.isVisible() and dlg.op_name == "aten.relu.default"
     assert "engine.converters" in dlg.head.text() and "takes priority" in dlg.head.text()
     dlg.reject()
+
+
+def test_a_rule_beyond_tolerance_is_flagged_and_export_asks(studio, qtbot, hypot_pt2, tmp_path):
+    window = studio
+    path = converted_with_rule(window, qtbot, hypot_pt2, tmp_path)
+    wrong = RULE.replace("sqrt(add(mul(@0,@0),mul(@1,@1)))", "add(mul(@0,@0),mul(@1,@1))")  # forgot the root
+    before = window.doc.conversion
+    save_as_editor(path, wrong)
+    wait_converted(qtbot, window, before)
+    assert window.doc.conversion.result.ok
+    tag = f"{path}::hypot_rule"
+    window.plugins_panel.select(tag)
+    qtbot.mouseClick(window.plugins_panel.verify_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: tag in window.plugins.checks, timeout=180_000)
+    check = window.plugins.checks[tag]
+    assert not check.ok and check.worst > check.rtol
+    item = window.plugins_panel.rule_item(tag)
+    assert "beyond tolerance" in item.text(4) and item.foreground(4).color().name() == "#d62828"
+    # Export asks first; No writes nothing
+    window.export_dialog()
+    box = window.exporter.question
+    assert box is not None and box.isVisible() and "hypot_rule" in box.text()
+    qtbot.mouseClick(box.button(box.StandardButton.No), Qt.MouseButton.LeftButton)
+    assert window.exporter.dialog is None

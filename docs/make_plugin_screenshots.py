@@ -123,6 +123,7 @@ def main(out: Path) -> int:
     settle(win)
     win.sync.select("aten", [node])
     win.docks["plugins"].raise_()
+    win.plugins_panel.select(None, path)  # the rule's row unselected: its verdict in its own colour
     settle(win)
     save(win.grab(), out / "studio-plugin-panel.png")
     win.close()

@@ -38,7 +38,8 @@ BREAKAGES = {
     "syntax error": ("def hypot_rule(ctx, op):", "def hypot_rule(ctx, op)", "syntax error", 9),
     "validator raises": ("return None  # VALIDATOR", "return 1 / 0", "ZeroDivisionError", 5),
     "body raises": ("x, other = op.inputs", "x, other = op.inputs[5]", "IndexError", 10),
-    "wrong return type": ("return ctx.emit(", "return 42 or ctx.emit(", "returned int", 8),  # the rule (where it is defined)
+    # a wrong return is blamed on the rule: the line it is defined on
+    "wrong return type": ("return ctx.emit(", "return 42 or ctx.emit(", "returned int", 8),
 }
 
 
@@ -277,3 +278,22 @@ def test_a_rule_beyond_tolerance_is_flagged_and_export_asks(studio, qtbot, hypot
     assert box is not None and box.isVisible() and "hypot_rule" in box.text()
     qtbot.mouseClick(box.button(box.StandardButton.No), Qt.MouseButton.LeftButton)
     assert window.exporter.dialog is None
+
+
+def test_the_builtin_editor_saves_and_the_model_converts_again(studio, qtbot, hypot_pt2, tmp_path):
+    window = studio
+    path = converted_with_rule(window, qtbot, hypot_pt2, tmp_path)
+    window.plugins_panel.select(f"{path}::hypot_rule")
+    qtbot.mouseClick(window.plugins_panel.edit_button, Qt.MouseButton.LeftButton)
+    editor = window.plugins.editors[path]
+    assert editor.isVisible() and editor.text.toPlainText() == RULE
+    assert editor.text.textCursor().blockNumber() + 1 == 8  # at the rule
+    editor.text.setPlainText(RULE.replace("x, other = op.inputs", "x, other = op.inputs[7]"))
+    before = window.doc.conversion
+    qtbot.mouseClick(editor.save_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: bool(plugin_rows(window)), timeout=60_000)
+    assert open(path, encoding="utf-8").read() == editor.text.toPlainText()
+    assert "IndexError" in plugin_rows(window)[0].reason and window.doc.conversion is before
+    # a plug-in problem row opens the file in the editor at its line
+    window.plugins.edit(plugin_rows(window)[0].plugin)
+    assert editor.text.textCursor().blockNumber() + 1 == 10

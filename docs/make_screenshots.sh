@@ -14,3 +14,4 @@ shot studio-weights  "$S" --tensor blocks.1.expand.0.weight --panel tensors
 shot studio-verify   "$S" --converters docs/examples/break_one_relu.py --verify --right ncnn
 shot studio-groups   resources/samples/tiny_transformer.pt2 --panel signature
 shot studio-dark     "$S" --theme dark --select hardswish --right ncnn --panel signature
+"$PY" docs/make_plugin_screenshots.py docs/images   # the plug-in walkthrough (needs torch and ncnn)

@@ -36,6 +36,24 @@ def describe_inputs(program: Any) -> str:
     return "<br>".join(lines)
 
 
+def browse_row(edit: QLineEdit, on_browse) -> QHBoxLayout:
+    """A path field with its Browse… button after it."""
+    browse = QPushButton("Browse…")
+    browse.clicked.connect(on_browse)
+    row = QHBoxLayout()
+    row.addWidget(edit, 1)
+    row.addWidget(browse)
+    return row
+
+
+def error_label() -> QLabel:
+    """The red, wrapping line a dialog says what is wrong with its fields in."""
+    label = QLabel("")
+    label.setStyleSheet("color:#d62828")
+    label.setWordWrap(True)
+    return label
+
+
 def has_dynamic_dims(program: Any) -> bool:
     return bool(program is not None and program.signature.symbols)
 
@@ -51,11 +69,7 @@ class ConvertDialog(QDialog):
         self.fp16.setChecked(opts.fp16)
         self.plugins = QLineEdit(";".join(str(p) for p in opts.converters))
         self.plugins.setPlaceholderText("converter plug-in .py files, separated by ;")
-        browse = QPushButton("Browse…")
-        browse.clicked.connect(self._browse)
-        prow = QHBoxLayout()
-        prow.addWidget(self.plugins, 1)
-        prow.addWidget(browse)
+        prow = browse_row(self.plugins, self._browse)
         self.shapes = QLineEdit()
         if opts.input_shapes:
             self.shapes.setText(",".join("[" + ",".join(str(d) for d in s) + "]" for s in opts.input_shapes))
@@ -68,9 +82,7 @@ class ConvertDialog(QDialog):
         self.inputs.setWordWrap(True)
         self.auto = QCheckBox("Convert automatically when a model is opened")
         self.auto.setChecked(auto_convert)
-        self.error = QLabel("")
-        self.error.setStyleSheet("color:#d62828")
-        self.error.setWordWrap(True)
+        self.error = error_label()
         form = QFormLayout()
         form.addRow(self.fp16)
         form.addRow("Plug-ins", prow)

@@ -55,6 +55,8 @@ class Conversion:
     weight_problems: list[Diagnostic] = field(default_factory=list)
     #: per pass record: what its snapshot holds (see :func:`snapshot_counts`)
     pass_counts: list["NodeCounts"] = field(default_factory=list)
+    #: what each converter plug-in file registered (:class:`gui.plugin_runs.PluginLoad`)
+    plugins: list = field(default_factory=list)
 
     @property
     def diagnostics(self) -> list[Diagnostic]:

@@ -78,6 +78,7 @@ class ExportFlow:
     def __init__(self, window: "MainWindow"):
         self.win = window
         self.dialog: QFileDialog | None = None
+        self.question: QMessageBox | None = None
 
     def start(self) -> None:
         """File ▸ Export ncnn (Ctrl+E)."""
@@ -85,23 +86,40 @@ class ExportFlow:
         conv = win.doc.conversion if win.doc else None
         if conv is None:
             return
+        flagged = win.plugins.export_warning()
+        if flagged:
+            self._ask("Plug-in rule differs from PyTorch", f"Verify rule found a converter plug-in beyond "
+                      f"tolerance:\n{flagged}", "Export the model anyway?", self._start_checked)
+            return
+        self._start_checked()
+
+    def _start_checked(self) -> None:
+        conv = self.win.doc.conversion
         if conv.result.ok:
             self._choose_file(partial=False)
             return
         n = len(conv.result.errors)
-        box = QMessageBox(QMessageBox.Icon.Question, "Incomplete conversion",
-                          f"{_operators(n)} not converted (see Problems).",
-                          QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, win)
-        box.setInformativeText("Write the partial model anyway? It cannot run until the missing layers exist.")
-        box.setDefaultButton(QMessageBox.StandardButton.No)
-        box.finished.connect(lambda _r, b=box: self._answered(b))
-        box.open()
+        self._ask("Incomplete conversion", f"{_operators(n)} not converted (see Problems).",
+                  "Write the partial model anyway? It cannot run until the missing layers exist.",
+                  lambda: self._choose_file(partial=True))
 
-    def _answered(self, box: QMessageBox) -> None:
+    def _ask(self, title: str, text: str, question: str, on_yes) -> QMessageBox:
+        """A non-blocking Yes / No question (No by default); ``on_yes()`` after Yes."""
+        box = QMessageBox(QMessageBox.Icon.Question, title, text,
+                          QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, self.win)
+        box.setObjectName("exportQuestion")
+        box.setInformativeText(question)
+        box.setDefaultButton(QMessageBox.StandardButton.No)
+        box.finished.connect(lambda _r, b=box: self._answered(b, on_yes))
+        self.question = box
+        box.open()
+        return box
+
+    def _answered(self, box: QMessageBox, on_yes) -> None:
         yes = box.clickedButton() is box.button(QMessageBox.StandardButton.Yes)
         box.deleteLater()
         if yes:
-            self._choose_file(partial=True)
+            on_yes()
 
     def _choose_file(self, partial: bool) -> None:
         win = self.win

@@ -8,11 +8,13 @@ failed open keeps the previous model. Menus and shortcuts are built in :mod:`gui
 selection linking lives in :mod:`gui.sync`, linked panning and zooming in
 :mod:`gui.linked_views`; the Verify action, its dock and the error colouring in
 :mod:`gui.verify_controller`; exporting (model files and graph pictures) in
-:mod:`gui.export_flow`; the status bar in :mod:`gui.statusbar`.
+:mod:`gui.export_flow`; the status bar in :mod:`gui.statusbar`; converter plug-ins (writing one,
+live reload, the Plug-ins dock) in :mod:`gui.plugin_session`.
 """
 from __future__ import annotations
 
 import logging
+import dataclasses
 import os
 from pathlib import Path
 
@@ -25,7 +27,7 @@ from engine.convert import ConvertOptions
 from . import app_version, theme
 from .actions import build_actions
 from .convert_dialog import ConvertDialog
-from .document import (Conversion, Document, PassView, PnnxPreview, conversion_status, convert_document,
+from .document import (Conversion, Document, PassView, PnnxPreview, conversion_status,
                        open_document, pass_snapshot)
 from .errors import ErrorReporter
 from .export_flow import ExportFlow, export_paths
@@ -35,12 +37,15 @@ from .graph.panel import GraphPanel
 from .linked_views import ViewLink
 from .panels.inspector import InspectorContext, InspectorPanel
 from .panels.passes import PassesPanel
+from .panels.plugins import PluginsPanel
 from .panels.problems import ProblemsPanel
 from .panels.search import SearchHit, SearchPanel
 from .panels.signature import SignaturePanel
 from .panels.tensors import TensorRow, TensorsPanel
 from .panels.verify_panel import VerifyPanel
 from .panels.weights import WeightViewer, load_weight
+from .plugin_runs import convert_with_plugins
+from .plugin_session import PluginSession
 from .settings import Settings
 from .shortcut_guard import ShortcutGuard
 from .statusbar import StatusArea
@@ -63,6 +68,8 @@ __all__ = ["MainWindow", "export_paths"]
 class MainWindow(QMainWindow):
     documentChanged = Signal()
     conversionChanged = Signal()
+    #: a conversion ended but is not shown (a broken converter plug-in): its first problem
+    conversionRefused = Signal(object)
     exported = Signal(list)
 
     def __init__(self, settings: Settings | None = None, *, reporter: ErrorReporter | None = None,
@@ -123,10 +130,13 @@ class MainWindow(QMainWindow):
         self.passes.passSelected.connect(self._on_pass_selected)
         self.problems = ProblemsPanel()
         self.problems.problemActivated.connect(self._on_problem)
+        self.problems.writeConverterRequested.connect(
+            lambda d: self.plugins.write_converter(d.node.split(",")[0].strip()))
         self.search = SearchPanel()
         self.search.hitActivated.connect(self._on_search_hit)
         self.search.queryChanged.connect(self._on_search_query)
         self.verify_panel = VerifyPanel()
+        self.plugins_panel = PluginsPanel()
         self.docks: dict[str, QDockWidget] = {}
         self._build_docks()
 
@@ -143,6 +153,7 @@ class MainWindow(QMainWindow):
         self.actions.link_views.toggled.connect(self.set_linked_views)
         self.view_link.set_enabled(self.actions.link_views.isChecked())
         self.verifier = VerifyController(self, self.verify_panel)
+        self.plugins = PluginSession(self, self.plugins_panel)
         self._update_enabled()
         self.resize(1480, 920)
         if restore_state:
@@ -166,7 +177,8 @@ class MainWindow(QMainWindow):
             (R, [("inspector", "Inspector", self.inspector), ("signature", "Signature", self.signature),
                  ("weights", "Weights", self.weights)]),
             (B, [("problems", "Problems", self.problems), ("passes", "Passes", self.passes),
-                 ("tensors", "Tensors", self.tensors), ("verify", "Verify", self.verify_panel)]),
+                 ("tensors", "Tensors", self.tensors), ("verify", "Verify", self.verify_panel),
+                 ("plugins", "Plug-ins", self.plugins_panel)]),
             (L, [("search", "Search", self.search)]),
         ]
         for area, members in groups:  # each area: one tab group, the first tab in front
@@ -188,7 +200,7 @@ class MainWindow(QMainWindow):
             d.deleteLater()
         self.docks.clear()
         for w in (self.inspector, self.signature, self.problems, self.passes, self.tensors, self.weights, self.search,
-                  self.verify_panel):
+                  self.verify_panel, self.plugins_panel):
             w.setParent(None)
         self._build_docks()
         for d in self.docks.values():
@@ -283,14 +295,26 @@ class MainWindow(QMainWindow):
         if self.doc is None:
             return None
         opts = options or self.convert_options()
+        opts = dataclasses.replace(opts, converters=self.plugins.effective(opts.converters))
         doc = self.doc
         self.status(f"Converting {doc.name}…")
         if doc.conversion is None:
             self.right_panel.show_graph(None, message=f"Converting {doc.name}…")
-        return self.runner.submit("Conversion", convert_document, doc, opts, group="convert",
-                                  on_partial=lambda preview, d=doc: self._on_pnnx_preview(d, preview),
-                                  on_result=lambda conv, d=doc: self._on_converted(d, conv),
+        # with plug-ins, a conversion may be refused at the end (a broken plug-in): no preview over the previous one
+        preview = doc.conversion is None or not opts.converters
+        return self.runner.submit("Conversion", convert_with_plugins, doc, opts, group="convert",
+                                  on_partial=lambda pv, d=doc: self._on_pnnx_preview(d, pv) if preview else None,
+                                  on_result=lambda conv, d=doc: self._on_convert_result(d, conv),
                                   on_error=lambda e: self._on_convert_failed(doc))
+
+    def _on_convert_result(self, doc: Document, result) -> None:
+        """A conversion ended: shown, unless a converter plug-in is broken (see PluginSession.take)."""
+        if doc is not self.doc:
+            return
+        if self.plugins.take(doc, result):
+            self._on_converted(doc, result)
+        else:
+            self.conversionRefused.emit(self.plugins.problems[0] if self.plugins.problems else None)
 
     def _on_pnnx_preview(self, doc: Document, preview: PnnxPreview) -> None:
         """The pnnx graph of the conversion still running: shown at once if it is the view."""
@@ -511,6 +535,9 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------------------ problems, search
     def _on_problem(self, d) -> None:
+        if d.plugin and not d.node:  # a plug-in file that does not load: open it where it breaks
+            self.plugins.edit(d.plugin)
+            return
         names = [n.strip() for n in d.node.split(",") if n.strip()]
         linked = self.sync.select(ATEN, names)
         if d.operator and d.operator not in linked and self.right_panel.graph is not None \

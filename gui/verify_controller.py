@@ -73,6 +73,7 @@ class VerifyController(QObject):
             gp.layoutReady.connect(lambda gp=gp: self._colour_panel(gp))
         window.documentChanged.connect(self._on_document)
         window.conversionChanged.connect(self._on_conversion)
+        window.conversionRefused.connect(self._on_convert_failed)
         self._update_enabled()
 
     def _install_action(self) -> QAction:
@@ -128,7 +129,7 @@ class VerifyController(QObject):
         self.win.docks["problems"].show()
         self.win.docks["problems"].raise_()
 
-    def _on_convert_failed(self, _error: BaseException) -> None:
+    def _on_convert_failed(self, _error) -> None:
         if self._after_convert:
             self._after_convert = False
             self.panel.show_message("The conversion failed, so there is nothing to verify (see the message).",

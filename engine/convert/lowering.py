@@ -7,7 +7,9 @@ names), and the old operator is removed. A rule that refuses (``ctx.unsupported`
 returns something that is not an operand, or gives no value for an output that is used is
 rolled back and recorded as a diagnostic; the operator stays in the graph under its own name,
 marked ``meta["unsupported"]``, and conversion goes on so every problem is reported in one run.
-A plug-in rule's failure names the rule, its file and line (``Diagnostic.plugin``).
+A plug-in rule's failure names the rule, its file and line (``Diagnostic.plugin``). Every
+operator a rule emitted records the rules that made it, outermost first, in
+``meta["converted_by"]`` (:attr:`Converter.tag`: ``<file>::<function>`` for a plug-in's rule).
 
 A rule may emit ATen operators (:meth:`ConversionContext.aten`: a decomposition into other
 ATen ops); once it succeeded they are lowered in turn by the same registry, like the program's
@@ -172,7 +174,10 @@ def _lower_one(g: Graph, registry: Registry, ctx: ConversionContext, op: Operato
                 new.shape = list(old.shape)
             new.meta = {**old.meta, **new.meta}
     g.remove_op(op)
+    # which rules made each emitted operator: those that made ``op``, then this one
+    made_by = tuple(dict.fromkeys((*op.meta.get("converted_by", ()), conv.tag)))
     for e in emitted:
+        e.meta["converted_by"] = made_by
         e.meta.pop("lowering_name", None)
         # a rule that named something after op.name (renamed while it ran) must not leak
         # the temporary suffix into layer or blob names

@@ -22,8 +22,9 @@ emitting a type that is neither built in nor declared is refused while convertin
 Rules registered while a plug-in file runs are tagged ``plugin:<file>`` and default to
 ``Priority.HIGH``, so they are tried before built-ins. :func:`plugin_scope` loads plug-ins for
 one conversion and restores the registries afterwards (the GUI converts many times in one
-process). A plug-in is the user's own code and runs with their rights, like any script they
-run; it is never read from a model file.
+process; one scope at a time). :func:`nodes_by_rule` says which ATen nodes each rule converted
+(from the operators' ``meta["converted_by"]``). A plug-in is the user's own code and runs with
+their rights, like any script they run; it is never read from a model file.
 """
 from __future__ import annotations
 
@@ -31,12 +32,17 @@ import contextlib
 import importlib.util
 import os
 import sys
+import threading
 import traceback
 from pathlib import Path
 from typing import Iterable, Iterator
 
 from ..errors import PluginError
+from ..ir import Graph
 from . import layout, registry
+
+#: the registries are global: one plug-in scope at a time (a GUI converts in worker threads)
+_SCOPE_LOCK = threading.RLock()
 
 
 def plugin_files(paths: Iterable[str | Path]) -> list[Path]:
@@ -98,15 +104,27 @@ def load_plugin(path: str | Path) -> list[registry.Converter]:
 def plugin_scope(paths: Iterable[str | Path]) -> Iterator[list[registry.Converter]]:
     """Load plug-ins (files, or folders of them: :func:`plugin_files`) for the duration of a
     ``with`` block, then restore the registries (rules, custom layers, layout rules)."""
-    snaps = (registry.ATEN.snapshot(), registry.NCNN.snapshot(), registry.CUSTOM.snapshot(), dict(layout._RULES))
-    try:
-        loaded: list[registry.Converter] = []
-        for p in plugin_files(paths):
-            loaded += load_plugin(p)
-        yield loaded
-    finally:
-        registry.ATEN.restore(snaps[0])
-        registry.NCNN.restore(snaps[1])
-        registry.CUSTOM.restore(snaps[2])
-        layout._RULES.clear()
-        layout._RULES.update(snaps[3])
+    with _SCOPE_LOCK:
+        snaps = (registry.ATEN.snapshot(), registry.NCNN.snapshot(), registry.CUSTOM.snapshot(), dict(layout._RULES))
+        try:
+            loaded: list[registry.Converter] = []
+            for p in plugin_files(paths):
+                loaded += load_plugin(p)
+            yield loaded
+        finally:
+            registry.ATEN.restore(snaps[0])
+            registry.NCNN.restore(snaps[1])
+            registry.CUSTOM.restore(snaps[2])
+            layout._RULES.clear()
+            layout._RULES.update(snaps[3])
+
+
+def nodes_by_rule(*graphs: Graph | None) -> dict[str, list[str]]:
+    """Rule tag (:attr:`registry.Converter.tag`) → the ATen nodes whose operators in ``graphs``
+    (a conversion's pnnx and ncnn graphs) it made, in first-seen order."""
+    out: dict[str, dict[str, None]] = {}
+    for g in graphs:
+        for op in g.ops if g is not None else ():
+            for tag in op.meta.get("converted_by", ()):
+                out.setdefault(tag, {}).update(dict.fromkeys(op.provenance.nodes))
+    return {tag: list(nodes) for tag, nodes in out.items()}

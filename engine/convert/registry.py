@@ -75,6 +75,13 @@ class Converter:
         return f"{self.fn.__module__}.{self.fn.__qualname__}"
 
     @property
+    def tag(self) -> str:
+        """What the operators this rule emitted carry in ``meta["converted_by"]``:
+        ``<plug-in file>::<function>`` for a plug-in's rule, the qualified name of a built-in."""
+        path = self.plugin_file
+        return self.name if path is None else f"{path}::{self.fn.__qualname__}"
+
+    @property
     def plugin_file(self) -> str | None:
         """The plug-in file that registered this rule (None for a built-in)."""
         return self.origin[len("plugin:"):] if self.origin.startswith("plugin:") else None

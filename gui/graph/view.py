@@ -44,6 +44,7 @@ class GraphView(QGraphicsView):
     zoomChanged = Signal(float)
     #: right click on a module box: (group id, global position)
     groupMenuRequested = Signal(int, QPoint)
+    nodeMenuRequested = Signal(str, QPoint)  #: right click on a node: its name, where
     #: the user activated (double-clicked / pressed Enter on) a node
     nodeActivated = Signal(str)
 
@@ -235,6 +236,11 @@ class GraphView(QGraphicsView):
         g = self.graph_scene.group_at(self.mapToScene(event.pos()))
         if g is not None:
             self.groupMenuRequested.emit(g, event.globalPos())
+            event.accept()
+            return
+        i = self.graph_scene.node_at(self.mapToScene(event.pos()))
+        if i is not None:
+            self.nodeMenuRequested.emit(self.graph_scene.graph.nodes[i].name, event.globalPos())
             event.accept()
             return
         super().contextMenuEvent(event)

@@ -1,6 +1,8 @@
 """Problems panel: every diagnostic of the conversion (node, op, reason, module, source,
 stage) in a table (:class:`ProblemsModel`). Clicking or activating a row emits
 :attr:`ProblemsPanel.problemActivated` with the diagnostic; the window focuses the node.
+"Write a converter…" (button, and the rows' context menu) on the row of an ATen node emits
+:attr:`ProblemsPanel.writeConverterRequested` with its diagnostic.
 """
 from __future__ import annotations
 
@@ -8,12 +10,17 @@ import os
 from typing import Sequence
 
 from PySide6.QtCore import QModelIndex, Qt, Signal
-from PySide6.QtGui import QColor
-from PySide6.QtWidgets import QHeaderView, QLabel, QStyle, QVBoxLayout, QWidget
+from PySide6.QtGui import QAction, QColor
+from PySide6.QtWidgets import QHBoxLayout, QHeaderView, QLabel, QStyle, QToolButton, QVBoxLayout, QWidget
 
 from engine.diagnostics import Diagnostic
 
 from .tables import RowTableModel, row_table
+
+
+def convertible(d: Diagnostic | None) -> bool:
+    """Whether a converter plug-in can be written for the node of ``d`` (an ATen overload)."""
+    return d is not None and bool(d.node) and d.op.startswith("aten.") and d.op.count(".") == 2
 
 
 def _short_source(source: str) -> str:
@@ -67,6 +74,7 @@ class ProblemsModel(RowTableModel):
 
 class ProblemsPanel(QWidget):
     problemActivated = Signal(object)  #: Diagnostic
+    writeConverterRequested = Signal(object)  #: Diagnostic
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -79,9 +87,24 @@ class ProblemsPanel(QWidget):
         self.table.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         self.table.clicked.connect(self._activate)
         self.table.activated.connect(self._activate)
+        self.write_action = QAction("Write a converter…", self)
+        self.write_action.setObjectName("writeConverterAction")
+        self.write_action.setToolTip("Write a converter plug-in for the selected node's operator, open it in the "
+                                     "editor; saving it converts the model again")
+        self.write_action.triggered.connect(self._write)
+        self.write_action.setEnabled(False)
+        self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.ActionsContextMenu)
+        self.table.addAction(self.write_action)
+        self.table.selectionModel().currentRowChanged.connect(lambda *_: self._update_action())
+        self.write_button = QToolButton()
+        self.write_button.setObjectName("writeConverterButton")
+        self.write_button.setDefaultAction(self.write_action)
+        head = QHBoxLayout()
+        head.addWidget(self.summary, 1)
+        head.addWidget(self.write_button)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 4, 4, 4)
-        lay.addWidget(self.summary)
+        lay.addLayout(head)
         lay.addWidget(self.table, 1)
 
     def set_diagnostics(self, items: Sequence[Diagnostic] | None, *, converted: bool = True) -> None:
@@ -98,6 +121,19 @@ class ProblemsPanel(QWidget):
                                  f"{warnings} warning{'s' if warnings != 1 else ''} — "
                                  "click one to find it in the graphs")
         self._fit_columns()
+        self._update_action()
+
+    def current(self) -> Diagnostic | None:
+        row = self.table.currentIndex().row()
+        return self.model.items[row] if 0 <= row < len(self.model.items) else None
+
+    def _update_action(self) -> None:
+        self.write_action.setEnabled(convertible(self.current()))
+
+    def _write(self) -> None:
+        d = self.current()
+        if convertible(d):
+            self.writeConverterRequested.emit(d)
 
     def _fit_columns(self) -> None:
         """Every column but the reason as wide as its longest cell (within a cap; the tooltip

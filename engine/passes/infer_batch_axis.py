@@ -18,7 +18,8 @@ N). Solving:
    (ncnn holds 4 dims and a batch); then a model input of rank ≥ 2 whose dim 0 is a static
    1, and a reshape-like result with a leading static 1 whose input has no batch axis, take dim
    0 (dropping a size-1 axis is always exact and keeps blobs small) when every reader computes
-   along that dim independently — also propagated.
+   along that dim independently — also propagated. Last, a computed value of more than 4 dims
+   still without one takes dim 0 when every reader computes along it independently.
    Everything else has no batch axis: a model ``torch.mm(a[23, 14], b[14, 35])`` keeps every
    dim; nothing is assumed about a leading dim.
 4. **Legalisation**, in graph order: each operator's inputs must agree with it — a required
@@ -121,12 +122,16 @@ class _Solver:
                     self.spread()
         for op in self.graph.ops:  # then a computed value of more dims (a reshape to 5-D) left without one
             if op.type not in ("pnnx.Input", "pnnx.Attribute"):
-                self._seed_wide(op)
+                self._seed_wide(op, readers_take_dim0=True)
 
-    def _seed_wide(self, op: Operator) -> None:
-        """Dim 0 as the batch of ``op``'s outputs that have more dims than an ncnn blob holds."""
+    def _seed_wide(self, op: Operator, readers_take_dim0: bool = False) -> None:
+        """Dim 0 as the batch of ``op``'s outputs that have more dims than an ncnn blob holds —
+        for a computed value only when every reader computes along dim 0 independently (a
+        reader that selects or reduces along it would have to undo the batch, leaving the 5-D
+        value the rank legalisation could otherwise have squeezed)."""
         for o in op.outputs:
-            if id(o) not in self.axis and o.shape is not None and len(o.shape) > 4:
+            if id(o) not in self.axis and o.shape is not None and len(o.shape) > 4 \
+                    and (not readers_take_dim0 or self._readers_take_dim0(o)):
                 self.assign(o, 0)
                 self.spread()
 

@@ -209,3 +209,17 @@ class TokenNormAttention(nn.Module):
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_tokens_batched_by_a_norm_reach_stacked_matrix_products(tmp_path, dialect):
     check_module(TokenNormAttention().eval(), [_r(1, 9, 32)], tmp_path, dialect=dialect)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_a_five_dim_value_split_along_dim_0_keeps_it_unbatched(tmp_path, dialect):
+    """Channels interleaved in pairs through a 5-D view (2, 1, C/2, H, W) whose dim 0 is then
+    indexed: dim 0 is selected, not computed along, so it cannot be the batch; the unit dim
+    is squeezed instead and both halves match."""
+
+    def shuffle(x):
+        y = torch.nn.functional.relu(x)
+        y = y.reshape(12, 2, 30).permute(1, 0, 2).reshape(2, -1, 12, 5, 6)
+        return y[0], y[1]
+
+    check_module(Fn(shuffle), [torch.randn(1, 24, 5, 6)], tmp_path, dialect=dialect)

@@ -27,6 +27,7 @@ from engine.convert.shapes import set_batch_dim  # noqa: E402
 from engine.errors import WriteError  # noqa: E402
 from engine.reader.package import load  # noqa: E402
 from engine.writers.ncnn_py import ncnn_python  # noqa: E402
+from tests.harness import Fn  # noqa: E402
 from tests.roundtrip import check_scripts, flatten, load_script, max_error  # noqa: E402
 
 
@@ -166,18 +167,30 @@ def test_a_partial_conversion_still_runs_in_pytorch(tmp_path):
 
 
 def test_batch_axes_come_from_the_ncnn_graph(tmp_path):
-    """The script feeds and reads each blob with the batch axis the final ncnn graph records —
-    whatever it is — never assuming dim 0."""
+    """The script feeds and reads each blob with the batch axis the conversion recorded for that
+    model input/output (``meta["inputs"/"outputs"]``) — whatever it is — never assuming dim 0."""
     result = _convert(nn.Sequential(nn.Conv2d(3, 4, 1), nn.ReLU()), [torch.randn(1, 3, 5, 5)], tmp_path)
     g = result.ncnn.copy()
     src = ncnn_python(g, result.pnnx, param_path=tmp_path / "m.ncnn.param", bin_path=tmp_path / "m.ncnn.bin",
                       py_path=tmp_path / "m_ncnn.py")
     assert "ex.input('in0', to_mat(input, 0))" in src and "from_mat(mat, 0, (1, 4, 5, 5)" in src
-    set_batch_dim(g.operands["in0"], 2)
-    set_batch_dim(g.operands["out0"], None)
+    g.meta["inputs"][0]["batch_dim"] = 2
+    g.meta["outputs"][0]["batch_dim"] = None
     src = ncnn_python(g, result.pnnx, param_path=tmp_path / "m.ncnn.param", bin_path=tmp_path / "m.ncnn.bin",
                       py_path=tmp_path / "m_ncnn.py")
     assert "ex.input('in0', to_mat(input, 2))" in src and "from_mat(mat, 233, (1, 4, 5, 5)" in src
+
+
+def test_an_output_read_with_its_batch_moved(tmp_path):
+    """``conv(x).permute(1, 0, 2, 3)``: the output is the convolution's blob (batch at dim 0) read
+    with the batch at dim 1; the script reads it along the output's own batch axis."""
+    conv = nn.Conv2d(3, 4, 1)
+    m = Fn(lambda x: conv(x).permute(1, 0, 2, 3))
+    result = _convert(m, [torch.randn(2, 3, 5, 7)], tmp_path)
+    assert [d["batch_dim"] for d in result.ncnn.meta["outputs"]] == [1]
+    c = check_scripts(result, m, tmp_path / "out")
+    assert "from_mat(mat, 1, (4, 2, 5, 7)" in c.ncnn_py.read_text()
+    assert c.ncnn_error <= 1e-4
 
 
 def test_torchscript_and_onnx_exports(tmp_path):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from ..converters.shape import _split_top
 from ..ir import Operand
 from .pnnx_py_ops import OpContext, OpSource, emitter, function_call
-from .py_expr import expression
+from .py_expr import expression, unparenthesized
 from .py_source import call, literal
 
 INT64_MAX = 2 ** 63 - 1
@@ -71,20 +71,34 @@ def _permute(cx: OpContext) -> OpSource:
 
 @emitter("Tensor.slice")
 def _slice(cx: OpContext) -> OpSource:
+    """Indexing (``x[:, 1:-1]``). Bounds computed at run time (``start_expr``/``end_expr``, pnnx
+    expressions over the input and the tensors it measures) are read from their sizes; the pair
+    ``[i, i + 1]`` a run-time select makes is ``x.narrow(dim, i, 1)`` (which, as ncnn's Crop,
+    counts a negative ``i`` from the end, where ``x[i:i + 1]`` would be empty for ``i = -1``)."""
     op = cx.op
     rank = len(op.inputs[0].shape or [])
     dims = op.params.get("dims", [op.params.get("dim", 0)])
     per = {k: op.params.get(f"{k}s", [op.params.get(k)] * len(dims)) for k in ("start", "end", "step")}
+    exprs = {k: op.params.get(f"{k}_expr") for k in ("start", "end")}
+    run_time = {k: _bound(cx, e) for k, e in exprs.items() if e}
+    if exprs["start"] and str(exprs["end"]).replace(" ", "") == f"add({exprs['start']},1)".replace(" ", ""):
+        d = int(dims[0]) % rank if rank else int(dims[0])
+        return OpSource(forward=[cx.assign(f"{cx.x}.narrow({d}, {run_time['start']}, 1)")])
     parts: dict[int, str] = {}
     for i, d in enumerate(dims):
         d = int(d) % rank if rank else int(d)
         start, end, step = per["start"][i], per["end"][i], per["step"][i]
-        text = ("" if start in (None, 0) else cx.value(start)) + ":"
-        text += "" if end is None or end in _OPEN_END else cx.value(end)
+        text = run_time.get("start") or ("" if start in (None, 0) else cx.value(start))
+        text += ":" + (run_time.get("end") or ("" if end is None or end in _OPEN_END else cx.value(end)))
         text += "" if step in (None, 1) else f":{cx.value(step)}"
         parts[d] = text
     index = [parts.get(k, ":") for k in range(max(parts) + 1)]
     return OpSource(forward=[cx.assign(f"{cx.x}[{', '.join(index)}]")])
+
+
+def _bound(cx: OpContext, expr) -> str:
+    """A run-time slice bound: its expression over the sizes of the operator's inputs."""
+    return unparenthesized(expression(str(expr), lambda i: cx.var(cx.op.inputs[i]), numbers=True))
 
 
 @emitter("torch.cat", "torch.stack")

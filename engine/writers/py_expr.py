@@ -45,6 +45,18 @@ def expression(text: str, var: Callable[[int], str], *, numbers: bool = False) -
     return _node(tree, var, _SYM_ARGS if numbers else _TENSOR_ARGS)
 
 
+def unparenthesized(code: str) -> str:
+    """``code`` without the parentheses around the whole of it (``(a + b)`` → ``a + b``)."""
+    if not (code.startswith("(") and code.endswith(")")):
+        return code
+    depth = 0
+    for c in code[1:-1]:
+        depth += (c == "(") - (c == ")")
+        if depth < 0:
+            return code
+    return code[1:-1] if depth == 0 else code
+
+
 def _is_literal(node) -> bool:
     return not isinstance(node, (Arg, Call))
 

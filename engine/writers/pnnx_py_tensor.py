@@ -8,6 +8,8 @@ positional equation).
 """
 from __future__ import annotations
 
+import re
+
 from ..converters.shape import _split_top
 from ..ir import Operand
 from .pnnx_py_ops import OpContext, OpSource, emitter, function_call
@@ -73,17 +75,18 @@ def _permute(cx: OpContext) -> OpSource:
 def _slice(cx: OpContext) -> OpSource:
     """Indexing (``x[:, 1:-1]``). Bounds computed at run time (``start_expr``/``end_expr``, pnnx
     expressions over the input and the tensors it measures) are read from their sizes; the pair
-    ``[i, i + 1]`` a run-time select makes is ``x.narrow(dim, i, 1)`` (which, as ncnn's Crop,
-    counts a negative ``i`` from the end, where ``x[i:i + 1]`` would be empty for ``i = -1``)."""
+    ``[i, i + n]`` a run-time select or narrow makes is ``x.narrow(dim, i, n)`` (which, as ncnn's
+    Crop, counts a negative ``i`` from the end, where ``x[i:i + 1]`` would be empty for ``i = -1``)."""
     op = cx.op
     rank = len(op.inputs[0].shape or [])
     dims = op.params.get("dims", [op.params.get("dim", 0)])
     per = {k: op.params.get(f"{k}s", [op.params.get(k)] * len(dims)) for k in ("start", "end", "step")}
     exprs = {k: op.params.get(f"{k}_expr") for k in ("start", "end")}
     run_time = {k: _bound(cx, e) for k, e in exprs.items() if e}
-    if exprs["start"] and str(exprs["end"]).replace(" ", "") == f"add({exprs['start']},1)".replace(" ", ""):
+    length = _run_time_length(exprs["start"], exprs["end"])
+    if length is not None:
         d = int(dims[0]) % rank if rank else int(dims[0])
-        return OpSource(forward=[cx.assign(f"{cx.x}.narrow({d}, {run_time['start']}, 1)")])
+        return OpSource(forward=[cx.assign(f"{cx.x}.narrow({d}, {run_time['start']}, {length})")])
     parts: dict[int, str] = {}
     for i, d in enumerate(dims):
         d = int(d) % rank if rank else int(d)
@@ -94,6 +97,15 @@ def _slice(cx: OpContext) -> OpSource:
         parts[d] = text
     index = [parts.get(k, ":") for k in range(max(parts) + 1)]
     return OpSource(forward=[cx.assign(f"{cx.x}[{', '.join(index)}]")])
+
+
+def _run_time_length(start, end) -> int | None:
+    """``n`` when the bounds are ``[i, i + n]`` with ``i`` computed at run time (``end_expr`` is
+    ``add(<start_expr>,n)``), else None."""
+    if not start or not end:
+        return None
+    m = re.fullmatch(r"add\((.*),(\d+)\)", str(end).replace(" ", ""))
+    return int(m.group(2)) if m and m.group(1) == str(start).replace(" ", "") else None
 
 
 def _bound(cx: OpContext, expr) -> str:

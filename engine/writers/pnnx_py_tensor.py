@@ -25,21 +25,29 @@ _OPEN_END = (INT64_MAX, 2 ** 31 - 1)
 @emitter("Tensor.reshape", "Tensor.view")
 def _reshape(cx: OpContext) -> OpSource:
     """Static sizes as they are; one symbolic size as ``-1``; more read from the inputs: by the
-    operator's own shape expression (``[1,16,size(@1,2),size(@1,3)]``) when it has one, else
-    through the symbols."""
+    operator's own shape expression (``[-1,16,size(@1,2)//4,3]`` over the tensors it measures,
+    which the converter writes when two or more sizes are computed at run time), else through
+    the symbols."""
     op = cx.op
     method = op.type.split(".", 1)[1]
     shape = list(op.params.get("shape", []))
-    expr = op.params.get("shape_expr")
-    dims = cx.symbols.dims(shape)
-    if dims is None and expr:
-        items = _split_top(str(expr).strip()[1:-1])  # [1,16,size(@1,2),...], as the ncnn lowering reads it
-        dims = [expression(e, lambda i: cx.var(op.inputs[i]), numbers=True) for e in items]
+    dims = _expression_list(cx, "shape_expr") or cx.symbols.dims(shape)
     if dims is None:
         dims = [str(d) if isinstance(d, int) else str(_hint(op.outputs[0], k)) for k, d in enumerate(shape)]
     if not dims:  # a rank-0 result
         return OpSource(forward=[cx.assign(f"{cx.x}.{method}(())")])
     return OpSource(forward=[cx.assign(f"{cx.x}.{method}({', '.join(dims)})")])
+
+
+def _expression_list(cx: OpContext, key: str) -> list[str] | None:
+    """A list param computed at run time (``shape_expr``, ``size_expr``: ``[-1,floor_divide(size(@1,2),4)]``
+    over the operator's inputs, as the ncnn lowering reads it) as source, one item each; None
+    when the operator has none."""
+    text = cx.op.params.get(key)
+    if not text:
+        return None
+    items = _split_top(str(text).strip()[1:-1])
+    return [unparenthesized(expression(e, lambda i: cx.var(cx.op.inputs[i]), numbers=True)) for e in items]
 
 
 def _hint(opd: Operand, k: int) -> int:
@@ -207,6 +215,17 @@ def _pad(cx: OpContext) -> OpSource:
     lead = rank - k - 1
     code = call("F.pad", [f"{cx.x}.flatten(0, {lead})"], cx.params(skip))
     return OpSource(forward=[cx.assign(f"{code}.unflatten(0, {cx.x}.shape[:{lead + 1}])")])
+
+
+@emitter("F.interpolate", "F.upsample")
+def _interpolate(cx: OpContext) -> OpSource:
+    """A ``size`` computed at run time (``size_expr`` over the input and the tensors it measures,
+    which are extra inputs only for ncnn) is read from their sizes."""
+    sizes = _expression_list(cx, "size_expr")
+    if sizes is None:
+        return function_call(cx)
+    params = [(k, f"[{', '.join(sizes)}]" if k == "size" else v) for k, v in cx.params(("size_expr",))]
+    return OpSource(forward=[cx.assign(call(cx.op.type, [cx.x], params))])
 
 
 @emitter("F.avg_pool1d")

@@ -1,6 +1,7 @@
 """PyTorch source of the pnnx operators on tensors that have their own spelling (see
 :mod:`.pnnx_py_ops`): reshapes with run-time sizes, ``expand``/``repeat``/``permute`` sizes,
-``Tensor.slice`` as indexing, ``torch.cat``, ``torch.index_select`` with a constant index,
+``Tensor.slice`` as indexing (bounds computed at run time read from sizes), ``view_as_complex``
+of a contiguous input, ``torch.cat``, ``torch.index_select`` with a constant index,
 reductions (``dim=None``, several dims for ``prod``, ``max``/``min`` values), ``unsqueeze`` of
 several dims, and functions whose pnnx params PyTorch spells otherwise (``F.pad``, ``F.elu``
 with a scale, ``F.avg_pool1d``, ``torch.stft``/``istft`` with a named window, ``torch.einsum``'s
@@ -119,6 +120,14 @@ def _run_time_length(start, end) -> int | None:
 def _bound(cx: OpContext, expr) -> str:
     """A run-time slice bound: its expression over the sizes of the operator's inputs."""
     return unparenthesized(expression(str(expr), lambda i: cx.var(cx.op.inputs[i]), numbers=True))
+
+
+@emitter("torch.view_as_complex")
+def _view_as_complex(cx: OpContext) -> OpSource:
+    """``view_as_complex`` takes (…, 2) pairs adjacent in memory: the input is made contiguous
+    first (a permute or a slice gives other strides, and elementwise results keep them; a no-op
+    otherwise, which the converter drops)."""
+    return OpSource(forward=[cx.assign(f"torch.view_as_complex({cx.x}.contiguous())")])
 
 
 @emitter("torch.cat", "torch.stack")

@@ -21,6 +21,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("ncnn")
 
 from torch import nn  # noqa: E402
+from torch.nn import functional as F  # noqa: E402
 
 from engine.convert import ConvertOptions, convert  # noqa: E402
 from engine.convert.shapes import set_batch_dim  # noqa: E402
@@ -347,3 +348,54 @@ def test_window_and_grid_attention_round_trip_has_no_more_layers(tmp_path, diale
         assert "F.scaled_dot_product_attention" in (out / "model_roundtrip.pnnx.param").read_text()
     types = [line.split()[0] for line in (out / "model_roundtrip.ncnn.param").read_text().splitlines()[2:]]
     assert "SDPA" not in types and "Tile" not in types and types.count("Softmax") == 2
+
+
+class RunTimeSizes(nn.Module):
+    """Sizes computed from the inputs' sizes at run time, in every form the pnnx graph keeps them:
+    a slice to another input's length, a select at a computed index, a negative floor division as
+    a slice end, a narrow from a computed start, an interpolation to computed sizes, and a reshape
+    with two computed dims."""
+
+    def __init__(self):
+        super().__init__()
+        self.pos = nn.Parameter(torch.randn(1, 64, 16))
+
+    def forward(self, x, y):
+        a = x + self.pos[:, : x.shape[1]]
+        b = y[:, :, y.size(2) // 3, 1:-y.size(3) // 7] * 1.5
+        c = y.narrow(3, y.size(3) // 4, 2) * 2.0
+        d = F.interpolate(y, size=(y.size(2) // 2, x.size(1) * 2), mode="nearest")
+        e = y.reshape(-1, y.size(2) // 4, 3, 1).sigmoid()
+        return a, b, c, d, e
+
+
+def test_sizes_computed_at_run_time_are_read_from_the_inputs(tmp_path):
+    auto = torch.export.Dim.AUTO
+    m = RunTimeSizes().eval()
+    result = _convert(m, [torch.randn(1, 9, 16), torch.randn(1, 3, 16, 20)], tmp_path,
+                      dynamic_shapes=({1: auto}, {2: auto, 3: auto}))
+    c = check_scripts(result, m, tmp_path / "out")
+    text = c.pnnx_py.read_text()
+    assert "[:, :x.size(1)]" in text  # the slice end read from x
+    assert ".narrow(2, y.size(2) // 3, 1)" in text  # the select at a computed index
+    assert ":(-y.size(3)) // 7]" in text  # Python's floor of the negative size
+    assert ".narrow(3, y.size(3) // 4, 2)" in text
+    assert "size=[y.size(2) // 2, x.size(1) * 2]" in text and "size_expr" not in text
+    assert ".reshape(-1, y.size(2) // 4, 3, 1)" in text
+    # the same scripts at other sizes
+    gen, ncnn_script = load_script(c.pnnx_py), load_script(c.ncnn_py)
+    other = [torch.randn(1, 23, 16), torch.randn(1, 3, 28, 24)]
+    with torch.no_grad():
+        want = m(*other)
+        assert max_error(gen.Model()(*other), want) <= 1e-5
+    assert max_error(ncnn_script.run(other), want) <= 1e-4
+
+
+def test_view_as_complex_of_a_permuted_input(tmp_path):
+    """(…, 2) pairs a permute left apart in memory (and a product of them, which keeps their
+    strides) are made contiguous for view_as_complex: ``_pnnx.py`` runs and re-exports (ncnn has
+    no complex exp, so the conversion is partial)."""
+    m = Fn(lambda x: torch.view_as_real(torch.view_as_complex(x.permute(1, 0, 2) * 2).exp()))
+    result = _convert(m, [torch.randn(4, 3, 2)], tmp_path)
+    c = check_scripts(result, m, tmp_path / "out", ncnn=False)
+    assert "torch.view_as_complex(" in c.pnnx_py.read_text() and ".contiguous())" in c.pnnx_py.read_text()

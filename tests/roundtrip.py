@@ -4,8 +4,8 @@ by a conversion, imported and run, and the PT2 round trip.
 :func:`check_scripts` takes a :class:`ConversionResult` and the PyTorch module it came from and
 checks, in order:
 
-1. the ``_pnnx.py`` module runs on its own random inputs (``make_inputs()``) and matches the
-   original module on them (relative error ≤ ``tol``, outputs in the original structure) — in
+1. the ``_pnnx.py`` module runs on its own random inputs (``make_inputs()``, or the caller's)
+   and matches the original module on them (relative error ≤ ``tol``, outputs in the original structure) — in
    float32, or, where fp32 rounding accumulates past ``tol`` (a deep network whose BatchNorms the
    pnnx graph folds into its convolutions), with both run in float64 (recorded in ``notes``);
 2. its ``export_exported_program()`` succeeds (dynamic dims kept dynamic);
@@ -100,17 +100,22 @@ def _error_in_float64(gen, module, args, kwargs) -> float:
 
 
 def check_scripts(result, module, folder: Path, stem: str = "model", *, tol: float = 1e-5, ncnn_tol: float = 1e-4,
-                  ncnn: bool = True, roundtrip: bool = True) -> ScriptCheck:
+                  ncnn: bool = True, roundtrip: bool = True, inputs: list | None = None) -> ScriptCheck:
     """Write the scripts of ``result`` (fp32 weights) into ``folder`` and check them against
-    ``module`` (see the module docstring); asserts on every failure."""
+    ``module`` (see the module docstring); asserts on every failure. ``inputs``: the module's
+    positional tensor arguments to run everything on instead of the scripts' ``make_inputs()``
+    (a test's own inputs: ``make_inputs()`` draws from [0, 1), where ``|x| - x`` is all zeros and
+    a relative error measures nothing but rounding)."""
     folder.mkdir(parents=True, exist_ok=True)
     result.write_all(folder, stem, python=True, fp16=False, partial=not result.ok)
     check = ScriptCheck(folder / f"{stem}_pnnx.py", folder / f"{stem}_ncnn.py", layers=result.layer_count)
     gen = load_script(check.pnnx_py)
     args, kwargs = gen.make_inputs()
+    if inputs is not None:
+        args, kwargs = tuple(inputs), {}
     with torch.no_grad():
         want = module(*args, **kwargs)
-        got = gen.test_inference()
+        got = gen.test_inference() if inputs is None else gen.Model()(*args)
     check.pnnx_error = max_error(got, want)
     if check.pnnx_error > tol:  # fp32 rounding (a folded BatchNorm rounds otherwise), or a real difference?
         check.pnnx_error_fp64 = _error_in_float64(gen, module, args, kwargs)
@@ -123,7 +128,8 @@ def check_scripts(result, module, folder: Path, stem: str = "model", *, tol: flo
     if not ncnn:
         return check
     first = load_script(check.ncnn_py)
-    ncnn_out = first.test_inference()
+    ncnn_in = first.make_inputs() if inputs is None else list(inputs)
+    ncnn_out = first.run(ncnn_in)
     check.ncnn_error = max_error(ncnn_out, want)
     assert check.ncnn_error <= ncnn_tol, f"{check.ncnn_py.name}: relative error {check.ncnn_error:.3g} > {ncnn_tol}"
     if not roundtrip:
@@ -133,7 +139,7 @@ def check_scripts(result, module, folder: Path, stem: str = "model", *, tol: flo
     check.roundtrip_layers = again.layer_count
     again.write_all(folder, f"{stem}_roundtrip", python=True, fp16=False)
     second = load_script(folder / f"{stem}_roundtrip_ncnn.py")
-    check.roundtrip_error = max_error(second.run(first.make_inputs()), ncnn_out)
+    check.roundtrip_error = max_error(second.run(ncnn_in), ncnn_out)
     assert check.roundtrip_error <= tol, f"round trip: relative error {check.roundtrip_error:.3g} > {tol}"
     assert check.roundtrip_layers <= check.layers, \
         f"round trip: {check.roundtrip_layers} ncnn layers, more than the first conversion's {check.layers}"

@@ -9,7 +9,8 @@ ATen → pnnx: ``aten.mean.dim`` / ``aten.mean.default`` → ``torch.mean``;
 a list, None for all — and ``keepdim``); ``aten.logsumexp.default`` → ``m = torch.amax``
 (keepdim) → ``pnnx.Expression`` ``sub(x, m)`` → ``torch.logsumexp`` → ``add(·, m)``, PyTorch's
 own stable form (ncnn's LogSumExp sums ``exp(x)`` directly, which overflows above 88; an
-infinite maximum gives NaN here where PyTorch guards it); ``aten.var``/``aten.std``
+infinite maximum gives NaN here where PyTorch guards it) — a logsumexp of ``x - amax(x)`` (that
+form written out) is one ``torch.logsumexp``; ``aten.var``/``aten.std``
 (``.correction``, ``.dim``, ``.default``) and ``aten.var_mean``/``aten.std_mean`` (``.correction``,
 ``.dim``) decompose into ``torch.mean`` (keepdim) → ``pnnx.Expression`` ``square(sub(x, m))`` →
 ``torch.mean`` → ``mul(v, n/(n-correction))`` (→ ``sqrt`` for std); the count of reduced elements
@@ -89,12 +90,31 @@ def _reduced(ctx, op, what: str):
 @aten_converter("aten.logsumexp.default", validator=_float_result)
 def logsumexp(ctx, op):
     x, dims, keepdim, kept, reduced = _reduced(ctx, op, "logsumexp")
+    if _shifted_by_its_max(x, dims):  # already x - amax(x): exp cannot overflow (the stable form, written out)
+        return ctx.emit("torch.logsumexp", [x], params={"dim": dims, "keepdim": keepdim}, shape=reduced)
     m = ctx.emit("torch.amax", [x], params={"dim": dims, "keepdim": True}, shape=kept)
     shifted = ctx.emit("pnnx.Expression", [x, m], params={"expr": "sub(@0,@1)"}, shape=list(x.shape))
     s = ctx.emit("torch.logsumexp", [shifted], params={"dim": dims, "keepdim": keepdim}, shape=reduced)
     if not keepdim:
         m = ctx.emit("Tensor.reshape", [m], params={"shape": reduced}, shape=reduced)
     return ctx.emit("pnnx.Expression", [s, m], params={"expr": "add(@0,@1)"}, shape=reduced)
+
+
+def _shifted_by_its_max(x, dims: list[int]) -> bool:
+    """Whether ``x`` is ``y - amax(y, dims, keepdim=True)`` (every value ≤ 0 along ``dims``): the
+    stable logsumexp written out (``m = y.amax(d, keepdim=True); (y - m).logsumexp(d) + m``, as
+    the ``_pnnx.py`` of a converted logsumexp reads), whose inner logsumexp needs no shift."""
+    sub = x.producer
+    if sub is None or sub.type != "pnnx.Expression" or sub.params.get("expr") != "sub(@0,@1)" or len(sub.inputs) != 2:
+        return False
+    y, m = sub.inputs
+    amax = m.producer
+    if amax is None or amax.type != "torch.amax" or amax.inputs[0] is not y or not amax.params.get("keepdim"):
+        return False
+    rank = len(y.shape or [])
+    reduced = amax.params.get("dim")
+    reduced = list(range(rank)) if reduced is None else [normalize_dim(d, max(rank, 1)) for d in reduced]
+    return sorted(reduced) == sorted(dims)
 
 
 def _norm_order(op):

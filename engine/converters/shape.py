@@ -462,6 +462,8 @@ def _select_at_run_time(ctx, op):
 @aten_converter("aten.narrow.default")
 def narrow(ctx, op):
     x, out = op.inputs[0], op.outputs[0]
+    if _runtime_bound(op, "start") and not _runtime_bound(op, "length"):
+        return _narrow_at_run_time(ctx, op)
     start, length = _const_int(ctx, op, "start"), _const_int(ctx, op, "length")
     if _same_shape(x, out):
         return x
@@ -471,6 +473,16 @@ def narrow(ctx, op):
             ctx.unsupported("narrow from a negative start along a dynamic dim")
         start += x.shape[dim]
     return ctx.emit("Tensor.slice", [x], params={"dim": dim, "start": start, "end": start + length, "step": 1})
+
+
+def _narrow_at_run_time(ctx, op):
+    """``x.narrow(dim, i, n)`` with ``i`` computed from run-time sizes: the slice ``[i, i + n]``
+    (as a run-time select's, ncnn's Crop counting a negative ``i`` from the end)."""
+    x, refs = op.inputs[0], [op.inputs[0]]
+    term = _measured_term(ctx, op, "start", refs)
+    return ctx.emit("Tensor.slice", refs, params={"dim": normalize_dim(op.params["dim"], _rank(x)), "start": 0,
+                                                  "end": INT64_MAX, "step": 1, "start_expr": term,
+                                                  "end_expr": f"add({term},{_const_int(ctx, op, 'length')})"})
 
 
 @aten_converter("aten.stack.default")

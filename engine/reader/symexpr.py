@@ -91,7 +91,9 @@ def _render(node) -> tuple[str, int]:
             if name == "Mul" and text == "-1":
                 parts.append("-")
                 continue
-            parts.append(f"({text})" if p < prec else text)
+            # a floor division or remainder is a factor in parentheses: 2*(s//3), -(s//3) (2*s//3 is (2*s)//3)
+            floor = name == "Mul" and isinstance(a, _Call) and a.name in _FUNCS
+            parts.append(f"({text})" if p < prec or floor else text)
         out = parts[0]
         for part in parts[1:]:
             if name == "Add" and part.startswith("-"):
@@ -113,7 +115,10 @@ def _render(node) -> tuple[str, int]:
         a, pa = _render(args[0])
         b, pb = _render(args[1])
         prec = _PREC[op]
-        return f"{a if pa >= prec else '(' + a + ')'}{op}{b if pb > prec else '(' + b + ')'}", prec
+        # a negated dividend in parentheses: (-s)//7 floors the negative number, and an Add
+        # turning "+ -s//7" into "- s//7" would mean -(s//7)
+        left = a if pa >= prec and not a.startswith("-") else f"({a})"
+        return f"{left}{op}{b if pb > prec else '(' + b + ')'}", prec
     inner = ", ".join(_render(a)[0] for a in args)
     return f"{name.lower() if name in ('Max', 'Min') else name}({inner})", 9
 

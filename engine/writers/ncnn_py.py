@@ -55,8 +55,14 @@ def from_mat(mat, batch_index, shape, dtype):
 '''
 
 
-def _batch_index(opd: Operand | None) -> int:
-    b = batch_dim(opd) if opd is not None else None
+def _batch_index(spec: dict | None, opd: Operand | None) -> int:
+    """The batch axis to feed/read a model input or output along: the one the conversion recorded
+    for it (``graph.meta["inputs"/"outputs"]``: an output's own view, which may read its blob with
+    the batch elsewhere than the blob's producer holds it), else the operand's."""
+    if spec is not None and "batch_dim" in spec:
+        b = spec["batch_dim"]
+    else:
+        b = batch_dim(opd) if opd is not None else None
     return NO_BATCH if b is None else b
 
 
@@ -87,42 +93,46 @@ def ncnn_python(ncnn_graph: Graph, pnnx_graph: Graph | None, *, param_path, bin_
     sig = signature_of(pnnx_graph if pnnx_graph is not None else ncnn_graph, program_signature)
     var = lambda o: sig.vars.get(id(o)) or sig.names(("value", id(o)), "v_" + o.name)  # noqa: E731
     blobs = {m["name"]: m["blob"] for m in ncnn_graph.meta.get("inputs", [])}
-    #: the Mat element type the conversion recorded per input blob (int32: token ids)
-    mat_dtypes = {m["blob"]: m.get("dtype") for m in ncnn_graph.meta.get("inputs", [])}
+    #: what the conversion recorded per input blob: the Mat element type (int32: token ids), batch axis
+    in_specs = {m["blob"]: m for m in ncnn_graph.meta.get("inputs", [])}
     symbols = SymbolCode([(o, var(o)) for o in sig.inputs], size="{var}.shape[{dim}]", minmax=("max", "min"))
     feeds = []
     for o in sig.inputs:
         blob = blobs.get(o.producer.name if o.producer is not None else o.name, blobs.get(o.name))
         if blob is not None and blob in ncnn_graph.operands:
             opd = ncnn_graph.operands[blob]
-            recorded = mat_dtypes.get(blob)
+            spec = in_specs.get(blob)
+            recorded = spec.get("dtype") if spec is not None else None
             ints = ", np.int32" if recorded == "int32" or recorded is None and reads_ints(opd) else ""
-            feeds.append(f"ex.input({blob!r}, to_mat({var(o)}, {_batch_index(opd)}{ints}))")
-    outs = [m["blob"] for m in ncnn_graph.meta.get("outputs", [])]
+            feeds.append(f"ex.input({blob!r}, to_mat({var(o)}, {_batch_index(spec, opd)}{ints}))")
+    out_specs = list(ncnn_graph.meta.get("outputs", []))
+    outs = [m["blob"] for m in out_specs]
     produced = [o for o in sig.outputs if o is not None]
     extracts, leaves = [], []
     if len(outs) == len(produced):
-        it = iter(outs)
+        it = iter(out_specs)
         for k, (o, value) in enumerate(zip(sig.outputs, sig.output_values)):
             if o is None:
                 leaves.append(literal(value))
                 continue
-            blob = next(it)
+            spec = next(it)
+            blob = spec["blob"]
             opd = ncnn_graph.operands.get(blob)
             dims = symbols.dims(list(o.shape), minus_one=True) if o.shape is not None else None
             shape = ("(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")") if dims is not None else "None"
             dtype = TORCH_DTYPES.get(o.dtype or "f32", "torch.float32")
             extracts += [f"ret, mat = ex.extract({blob!r})",
                          f"assert ret == 0, 'ncnn could not compute {blob} (error %d)' % ret",
-                         f"out{k} = from_mat(mat, {_batch_index(opd)}, {shape}, {dtype})"]
+                         f"out{k} = from_mat(mat, {_batch_index(spec, opd)}, {shape}, {dtype})"]
             leaves.append(f"out{k}")
         result = sig.return_expr(leaves) if leaves else "None"
     else:  # the outputs do not line up with the program's: return what ncnn has, flat
-        for k, blob in enumerate(outs):
+        for k, spec in enumerate(out_specs):
+            blob = spec["blob"]
             opd = ncnn_graph.operands.get(blob)
             extracts += [f"ret, mat = ex.extract({blob!r})",
                          f"assert ret == 0, 'ncnn could not compute {blob} (error %d)' % ret",
-                         f"out{k} = torch.from_numpy(np.array(mat.numpy(batch_index={_batch_index(opd)})))"]
+                         f"out{k} = torch.from_numpy(np.array(mat.numpy(batch_index={_batch_index(spec, opd)})))"]
         result = "(" + ", ".join(f"out{k}" for k in range(len(outs))) + ("," if len(outs) == 1 else "") + ")"
     custom = custom_layers(ncnn_graph)
     stem = _stem(py_path)

@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 from ..ir import Attribute, Operand, Operator
 from ..ir.vocab import is_aten
-from .py_expr import ExpressionSourceError, SymbolCode, expression
+from .py_expr import ExpressionSourceError, SymbolCode, expression, unparenthesized
 from .py_source import call, literal
 
 
@@ -196,13 +196,4 @@ def _expression(cx: OpContext) -> OpSource:
     op = cx.op
     numbers = bool(op.inputs) and all(cx.is_number(i) for i in op.inputs)
     code = expression(op.params["expr"], lambda i: cx.var(op.inputs[i]), numbers=numbers)
-    return OpSource(forward=[cx.assign(code[1:-1] if code.startswith("(") and _balanced(code[1:-1]) else code)])
-
-
-def _balanced(text: str) -> bool:
-    depth = 0
-    for c in text:
-        depth += (c == "(") - (c == ")")
-        if depth < 0:
-            return False
-    return depth == 0
+    return OpSource(forward=[cx.assign(unparenthesized(code))])

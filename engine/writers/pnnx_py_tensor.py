@@ -1,6 +1,7 @@
 """PyTorch source of the pnnx operators on tensors that have their own spelling (see
 :mod:`.pnnx_py_ops`): reshapes with run-time sizes, ``expand``/``repeat``/``permute`` sizes,
-``Tensor.slice`` as indexing, ``torch.cat``, ``torch.index_select`` with a constant index,
+``Tensor.slice`` as indexing (bounds computed at run time read from sizes), ``view_as_complex``
+of a contiguous input, ``torch.cat``, ``torch.index_select`` with a constant index,
 reductions (``dim=None``, several dims for ``prod``, ``max``/``min`` values), ``unsqueeze`` of
 several dims, and functions whose pnnx params PyTorch spells otherwise (``F.pad``, ``F.elu``
 with a scale, ``F.avg_pool1d``, ``torch.stft``/``istft`` with a named window, ``torch.einsum``'s
@@ -8,10 +9,12 @@ positional equation).
 """
 from __future__ import annotations
 
+import re
+
 from ..converters.shape import _split_top
 from ..ir import Operand
 from .pnnx_py_ops import OpContext, OpSource, emitter, function_call
-from .py_expr import expression
+from .py_expr import expression, unparenthesized
 from .py_source import call, literal
 
 INT64_MAX = 2 ** 63 - 1
@@ -23,21 +26,29 @@ _OPEN_END = (INT64_MAX, 2 ** 31 - 1)
 @emitter("Tensor.reshape", "Tensor.view")
 def _reshape(cx: OpContext) -> OpSource:
     """Static sizes as they are; one symbolic size as ``-1``; more read from the inputs: by the
-    operator's own shape expression (``[1,16,size(@1,2),size(@1,3)]``) when it has one, else
-    through the symbols."""
+    operator's own shape expression (``[-1,16,size(@1,2)//4,3]`` over the tensors it measures,
+    which the converter writes when two or more sizes are computed at run time), else through
+    the symbols."""
     op = cx.op
     method = op.type.split(".", 1)[1]
     shape = list(op.params.get("shape", []))
-    expr = op.params.get("shape_expr")
-    dims = cx.symbols.dims(shape)
-    if dims is None and expr:
-        items = _split_top(str(expr).strip()[1:-1])  # [1,16,size(@1,2),...], as the ncnn lowering reads it
-        dims = [expression(e, lambda i: cx.var(op.inputs[i]), numbers=True) for e in items]
+    dims = _expression_list(cx, "shape_expr") or cx.symbols.dims(shape)
     if dims is None:
         dims = [str(d) if isinstance(d, int) else str(_hint(op.outputs[0], k)) for k, d in enumerate(shape)]
     if not dims:  # a rank-0 result
         return OpSource(forward=[cx.assign(f"{cx.x}.{method}(())")])
     return OpSource(forward=[cx.assign(f"{cx.x}.{method}({', '.join(dims)})")])
+
+
+def _expression_list(cx: OpContext, key: str) -> list[str] | None:
+    """A list param computed at run time (``shape_expr``, ``size_expr``: ``[-1,floor_divide(size(@1,2),4)]``
+    over the operator's inputs, as the ncnn lowering reads it) as source, one item each; None
+    when the operator has none."""
+    text = cx.op.params.get(key)
+    if not text:
+        return None
+    items = _split_top(str(text).strip()[1:-1])
+    return [unparenthesized(expression(e, lambda i: cx.var(cx.op.inputs[i]), numbers=True)) for e in items]
 
 
 def _hint(opd: Operand, k: int) -> int:
@@ -71,20 +82,52 @@ def _permute(cx: OpContext) -> OpSource:
 
 @emitter("Tensor.slice")
 def _slice(cx: OpContext) -> OpSource:
+    """Indexing (``x[:, 1:-1]``). Bounds computed at run time (``start_expr``/``end_expr``, pnnx
+    expressions over the input and the tensors it measures) are read from their sizes; the pair
+    ``[i, i + n]`` a run-time select or narrow makes is ``x.narrow(dim, i, n)`` (which, as ncnn's
+    Crop, counts a negative ``i`` from the end, where ``x[i:i + 1]`` would be empty for ``i = -1``)."""
     op = cx.op
     rank = len(op.inputs[0].shape or [])
     dims = op.params.get("dims", [op.params.get("dim", 0)])
     per = {k: op.params.get(f"{k}s", [op.params.get(k)] * len(dims)) for k in ("start", "end", "step")}
+    exprs = {k: op.params.get(f"{k}_expr") for k in ("start", "end")}
+    run_time = {k: _bound(cx, e) for k, e in exprs.items() if e}
+    length = _run_time_length(exprs["start"], exprs["end"])
+    if length is not None:
+        d = int(dims[0]) % rank if rank else int(dims[0])
+        return OpSource(forward=[cx.assign(f"{cx.x}.narrow({d}, {run_time['start']}, {length})")])
     parts: dict[int, str] = {}
     for i, d in enumerate(dims):
         d = int(d) % rank if rank else int(d)
         start, end, step = per["start"][i], per["end"][i], per["step"][i]
-        text = ("" if start in (None, 0) else cx.value(start)) + ":"
-        text += "" if end is None or end in _OPEN_END else cx.value(end)
+        text = run_time.get("start") or ("" if start in (None, 0) else cx.value(start))
+        text += ":" + (run_time.get("end") or ("" if end is None or end in _OPEN_END else cx.value(end)))
         text += "" if step in (None, 1) else f":{cx.value(step)}"
         parts[d] = text
     index = [parts.get(k, ":") for k in range(max(parts) + 1)]
     return OpSource(forward=[cx.assign(f"{cx.x}[{', '.join(index)}]")])
+
+
+def _run_time_length(start, end) -> int | None:
+    """``n`` when the bounds are ``[i, i + n]`` with ``i`` computed at run time (``end_expr`` is
+    ``add(<start_expr>,n)``), else None."""
+    if not start or not end:
+        return None
+    m = re.fullmatch(r"add\((.*),(\d+)\)", str(end).replace(" ", ""))
+    return int(m.group(2)) if m and m.group(1) == str(start).replace(" ", "") else None
+
+
+def _bound(cx: OpContext, expr) -> str:
+    """A run-time slice bound: its expression over the sizes of the operator's inputs."""
+    return unparenthesized(expression(str(expr), lambda i: cx.var(cx.op.inputs[i]), numbers=True))
+
+
+@emitter("torch.view_as_complex")
+def _view_as_complex(cx: OpContext) -> OpSource:
+    """``view_as_complex`` takes (…, 2) pairs adjacent in memory: the input is made contiguous
+    first (a permute or a slice gives other strides, and elementwise results keep them; a no-op
+    otherwise, which the converter drops)."""
+    return OpSource(forward=[cx.assign(f"torch.view_as_complex({cx.x}.contiguous())")])
 
 
 @emitter("torch.cat", "torch.stack")
@@ -181,6 +224,17 @@ def _pad(cx: OpContext) -> OpSource:
     lead = rank - k - 1
     code = call("F.pad", [f"{cx.x}.flatten(0, {lead})"], cx.params(skip))
     return OpSource(forward=[cx.assign(f"{code}.unflatten(0, {cx.x}.shape[:{lead + 1}])")])
+
+
+@emitter("F.interpolate", "F.upsample")
+def _interpolate(cx: OpContext) -> OpSource:
+    """A ``size`` computed at run time (``size_expr`` over the input and the tensors it measures,
+    which are extra inputs only for ncnn) is read from their sizes."""
+    sizes = _expression_list(cx, "size_expr")
+    if sizes is None:
+        return function_call(cx)
+    params = [(k, f"[{', '.join(sizes)}]" if k == "size" else v) for k, v in cx.params(("size_expr",))]
+    return OpSource(forward=[cx.assign(call(cx.op.type, [cx.x], params))])
 
 
 @emitter("F.avg_pool1d")

@@ -45,6 +45,18 @@ def expression(text: str, var: Callable[[int], str], *, numbers: bool = False) -
     return _node(tree, var, _SYM_ARGS if numbers else _TENSOR_ARGS)
 
 
+def unparenthesized(code: str) -> str:
+    """``code`` without the parentheses around the whole of it (``(a + b)`` → ``a + b``)."""
+    if not (code.startswith("(") and code.endswith(")")):
+        return code
+    depth = 0
+    for c in code[1:-1]:
+        depth += (c == "(") - (c == ")")
+        if depth < 0:
+            return code
+    return code[1:-1] if depth == 0 else code
+
+
 def _is_literal(node) -> bool:
     return not isinstance(node, (Arg, Call))
 
@@ -123,8 +135,10 @@ class SymbolCode:
     def dims(self, values: Sequence, *, minus_one: bool = True) -> list[str] | None:
         """A whole size list as source; a dim that cannot be spelled becomes ``-1`` when it is the
         only one (``minus_one``: a reshape infers it), otherwise the list has no spelling (None).
-        With ``minus_one``, a single symbolic dim is always ``-1`` (the plainest form)."""
+        With ``minus_one``, a single symbolic dim is always ``-1`` (the plainest form) — unless a
+        static ``-1`` already stands for one: a reshape infers only one dim."""
         symbolic = [i for i, v in enumerate(values) if not isinstance(v, int) or isinstance(v, bool)]
+        minus_one = minus_one and -1 not in [v for v in values if isinstance(v, int) and not isinstance(v, bool)]
         if minus_one and len(symbolic) == 1:
             return [("-1" if i in symbolic else str(v)) for i, v in enumerate(values)]
         spelled = [self.dim(v) for v in values]

@@ -157,26 +157,20 @@ class PySignature:
 
     # ------------------------------------------------------------------ dynamic shapes
     def dim_lines(self) -> list[str]:
-        """``s0 = torch.export.Dim('s0', min=2, max=64)`` for every symbol an input uses."""
-        used = []
-        for o in self.inputs:
-            for d in o.shape or []:
-                if isinstance(d, str):
-                    m = _DERIVED.match(d)
-                    name = m.group("s") if m else None
-                    if name and name not in used:
-                        used.append(name)
+        """``dim_s0 = torch.export.Dim('s0', min=2, max=64)`` for every symbol that needs a name:
+        one several input dims share, or a derived dim (``2*s0 + 1``) is spelled from."""
         lines = []
-        for name in used:
-            info = self.symbols.get(name) or {}
-            kw = [f"min={info['min']}"] if isinstance(info.get("min"), int) else []
-            kw += [f"max={info['max']}"] if isinstance(info.get("max"), int) else []
-            lines.append(f"{_dim_var(name)} = torch.export.Dim({literal(name)}{''.join(', ' + k for k in kw)})")
+        for name in self._named_symbols():
+            lines.append(f"{_dim_var(name)} = torch.export.Dim({literal(name)}{self._range(name)})")
         return lines
 
     def dynamic_shapes(self) -> str:
-        """``{'x': {0: dim_s0}, 'pair': ({0: dim_s0}, None)}`` (None when every dim is static)."""
-        spec = {id(o): _dims_of(o) for o in self.inputs}
+        """``{'x': {0: dim_s0}, 'pair': ({0: dim_s0}, None)}`` (None when every dim is static); a
+        symbol of one dim only is ``torch.export.Dim.DYNAMIC(min=2, max=64)`` there (a named Dim
+        adds nothing, and torch's report of the guards a named Dim meets can fail on sizes
+        computed from it: ``x[:, :-x.size(1) // 7]``)."""
+        named = self._named_symbols()
+        spec = {id(o): self._dims_of(o, named) for o in self.inputs}
         if not any(spec.values()):
             return "None"
         items = []
@@ -185,26 +179,45 @@ class PySignature:
             items.append(f"{literal(p.name)}: {code or 'None'}")
         return "{" + ", ".join(items) + "}"
 
+    def _named_symbols(self) -> list[str]:
+        uses: dict[str, int] = {}
+        derived = set()
+        for o in self.inputs:
+            for d in o.shape or []:
+                m = _DERIVED.match(d) if isinstance(d, str) else None
+                if m is not None:
+                    uses[m.group("s")] = uses.get(m.group("s"), 0) + 1
+                    if m.group("a") or m.group("b"):
+                        derived.add(m.group("s"))
+        return [name for name, n in uses.items() if n > 1 or name in derived]
+
+    def _range(self, name: str) -> str:
+        """``, min=2, max=64``: the package's range of a symbol."""
+        info = self.symbols.get(name) or {}
+        return "".join(f", {k}={info[k]}" for k in ("min", "max") if isinstance(info.get(k), int))
+
+    def _dims_of(self, opd: Operand, named: list[str]) -> str | None:
+        parts = []
+        for k, d in enumerate(opd.shape or []):
+            if isinstance(d, str):
+                m = _DERIVED.match(d)
+                if m is None:
+                    parts.append(f"{k}: torch.export.Dim.AUTO")
+                    continue
+                if m.group("s") not in named:
+                    parts.append(f"{k}: torch.export.Dim.DYNAMIC({self._range(m.group('s')).lstrip(', ')})")
+                    continue
+                code = _dim_var(m.group("s"))
+                if m.group("a"):
+                    code = f"{m.group('a')} * {code}"
+                if m.group("b"):
+                    code = f"{code} {m.group('b')[0]} {m.group('b')[1:]}"
+                parts.append(f"{k}: {code}")
+        return "{" + ", ".join(parts) + "}" if parts else None
+
 
 def _dim_var(symbol: str) -> str:
     return f"dim_{symbol}"
-
-
-def _dims_of(opd: Operand) -> str | None:
-    parts = []
-    for k, d in enumerate(opd.shape or []):
-        if isinstance(d, str):
-            m = _DERIVED.match(d)
-            if m is None:
-                parts.append(f"{k}: torch.export.Dim.AUTO")
-                continue
-            code = _dim_var(m.group("s"))
-            if m.group("a"):
-                code = f"{m.group('a')} * {code}"
-            if m.group("b"):
-                code = f"{code} {m.group('b')[0]} {m.group('b')[1:]}"
-            parts.append(f"{k}: {code}")
-    return "{" + ", ".join(parts) + "}" if parts else None
 
 
 def _structure(tree, leaf_code: dict[int, str | None], sig: PySignature, leaf: bool = False) -> str:

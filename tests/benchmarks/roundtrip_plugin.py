@@ -5,7 +5,7 @@ Opt-in (a breadth check, never part of the test run)::
     PYTHONPATH=. python -m pytest -p tests.benchmarks.roundtrip_plugin tests/engine/converters -q
 
 It wraps :func:`tests.harness.check_module`: after the harness's own check, the same conversion
-goes through :func:`tests.roundtrip.check_scripts` (``_pnnx.py`` vs the module, its
+goes through :func:`tests.roundtrip.check_scripts`, run on the test's own inputs (``_pnnx.py`` vs the module, its
 ``export_exported_program()``, ``_ncnn.py`` vs the module, and the re-exported package
 converted and compared with the first ncnn model), with the tolerances of the issue (1e-5; ncnn
 1e-4) or the test's own when it asks for a looser one. A failure fails the test; every check is
@@ -29,6 +29,8 @@ def _record(rec: dict) -> None:
 
 
 def pytest_configure(config):
+    import torch
+
     import tests.harness as harness
 
     original = harness.check_module
@@ -48,7 +50,9 @@ def pytest_configure(config):
             loose = a.get("tol") or 0.0  # a test that accepts a looser conversion (dropped casts...)
             rec["tol"] = max(1e-5, loose)
             folder = a["tmp_path"] / f"scripts_{a.get('name')}_{a.get('dialect')}"
-            c = check_scripts(checked.result, a["module"], folder, tol=max(1e-5, loose), ncnn_tol=max(1e-4, loose))
+            own = list(a["inputs"])  # the test's inputs, chosen for the model, when they are plain tensors
+            c = check_scripts(checked.result, a["module"], folder, tol=max(1e-5, loose), ncnn_tol=max(1e-4, loose),
+                              inputs=own if all(isinstance(t, torch.Tensor) for t in own) else None)
             rec.update(status="ok", pnnx_error=c.pnnx_error, ncnn_error=c.ncnn_error,
                        roundtrip_error=c.roundtrip_error, roundtrip_layers=c.roundtrip_layers)
         except BaseException as e:  # noqa: BLE001 - recorded, then re-raised

@@ -16,6 +16,10 @@ S = "Symbol('s53', positive=True, integer=True)"
     (f"FloorDiv(Add({S}, Integer(-2)), Integer(2))", "(s53-2)//2"),
     (f"Mul(Integer(32), Max(Integer(1), Add({S}, Integer(-2))))", "32*max(1;s53-2)"),
     (f"Add(Mul(Integer(-1), {S}), Integer(5))", "-s53+5"),
+    # floor divisions keep Python's meaning: (-s)//10 floors the negative size; -(s//8) negates the quotient
+    (f"Add({S}, FloorDiv(Mul(Integer(-1), {S}), Integer(10)))", "s53+(-s53)//10"),
+    (f"Add({S}, Mul(Integer(-1), FloorDiv({S}, Integer(8))))", "s53-(s53//8)"),
+    (f"Mul(Integer(2), FloorDiv({S}, Integer(3)))", "2*(s53//3)"),
     ("Integer(7)", 7),
     ("not sympy, at all", "notsympy;atall"),
 ])

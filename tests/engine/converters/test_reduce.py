@@ -90,6 +90,19 @@ def test_logsumexp(tmp_path, dialect, dim, keepdim):
     assert not any(op.type == "UnaryOp" for op in c.result.ncnn.ops)
 
 
+def _stable_logsumexp(x):
+    m = x.amax(1, keepdim=True)
+    return (x - m).logsumexp(1) + m.squeeze(1)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_logsumexp_of_an_input_shifted_by_its_max_is_not_shifted_again(tmp_path, dialect):
+    """The stable form written out (as a converted logsumexp's ``_pnnx.py`` reads): the inner
+    logsumexp sums values ≤ 0, so it is one LogSumExp Reduction — two Reductions in all, not four."""
+    c = check_module(Fn(_stable_logsumexp), [torch.randn(1, 4, 5, 6) * 200], tmp_path, dialect=dialect)
+    assert sum(op.type == "Reduction" for op in c.result.ncnn.ops) == 2
+
+
 @pytest.mark.parametrize("dialect", DIALECTS)
 @pytest.mark.parametrize("name", list(REDUCTIONS))
 def test_reductions(tmp_path, dialect, name):

@@ -54,5 +54,7 @@ def test_symbolic_sizes_are_read_from_the_inputs():
     assert sym.dims([1, "s0", 8]) == ["1", "-1", "8"]  # one unknown: -1
     assert [eval(d, env) for d in sym.dims(["s0", "s1", 3])] == [4, 6, 3]
     assert sym.dims(["u1", "u2"]) is None
+    assert sym.dims([-1, "s0", 3]) == ["-1", "x.size(0)", "3"]  # a static -1 already infers one dim
+    assert sym.dims([-1, "u1", 3]) is None
     numpy_sym = SymbolCode([(x, "a")], size="{var}.shape[{dim}]", minmax=("max", "min"))
     assert numpy_sym.dim("s0") == "a.shape[0]"

@@ -21,12 +21,14 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("ncnn")
 
 from torch import nn  # noqa: E402
+from torch.nn import functional as F  # noqa: E402
 
 from engine.convert import ConvertOptions, convert  # noqa: E402
 from engine.convert.shapes import set_batch_dim  # noqa: E402
 from engine.errors import WriteError  # noqa: E402
 from engine.reader.package import load  # noqa: E402
 from engine.writers.ncnn_py import ncnn_python  # noqa: E402
+from tests.harness import Fn  # noqa: E402
 from tests.roundtrip import check_scripts, flatten, load_script, max_error  # noqa: E402
 
 
@@ -166,18 +168,30 @@ def test_a_partial_conversion_still_runs_in_pytorch(tmp_path):
 
 
 def test_batch_axes_come_from_the_ncnn_graph(tmp_path):
-    """The script feeds and reads each blob with the batch axis the final ncnn graph records —
-    whatever it is — never assuming dim 0."""
+    """The script feeds and reads each blob with the batch axis the conversion recorded for that
+    model input/output (``meta["inputs"/"outputs"]``) — whatever it is — never assuming dim 0."""
     result = _convert(nn.Sequential(nn.Conv2d(3, 4, 1), nn.ReLU()), [torch.randn(1, 3, 5, 5)], tmp_path)
     g = result.ncnn.copy()
     src = ncnn_python(g, result.pnnx, param_path=tmp_path / "m.ncnn.param", bin_path=tmp_path / "m.ncnn.bin",
                       py_path=tmp_path / "m_ncnn.py")
     assert "ex.input('in0', to_mat(input, 0))" in src and "from_mat(mat, 0, (1, 4, 5, 5)" in src
-    set_batch_dim(g.operands["in0"], 2)
-    set_batch_dim(g.operands["out0"], None)
+    g.meta["inputs"][0]["batch_dim"] = 2
+    g.meta["outputs"][0]["batch_dim"] = None
     src = ncnn_python(g, result.pnnx, param_path=tmp_path / "m.ncnn.param", bin_path=tmp_path / "m.ncnn.bin",
                       py_path=tmp_path / "m_ncnn.py")
     assert "ex.input('in0', to_mat(input, 2))" in src and "from_mat(mat, 233, (1, 4, 5, 5)" in src
+
+
+def test_an_output_read_with_its_batch_moved(tmp_path):
+    """``conv(x).permute(1, 0, 2, 3)``: the output is the convolution's blob (batch at dim 0) read
+    with the batch at dim 1; the script reads it along the output's own batch axis."""
+    conv = nn.Conv2d(3, 4, 1)
+    m = Fn(lambda x: conv(x).permute(1, 0, 2, 3))
+    result = _convert(m, [torch.randn(2, 3, 5, 7)], tmp_path)
+    assert [d["batch_dim"] for d in result.ncnn.meta["outputs"]] == [1]
+    c = check_scripts(result, m, tmp_path / "out")
+    assert "from_mat(mat, 1, (4, 2, 5, 7)" in c.ncnn_py.read_text()
+    assert c.ncnn_error <= 1e-4
 
 
 def test_torchscript_and_onnx_exports(tmp_path):
@@ -334,3 +348,54 @@ def test_window_and_grid_attention_round_trip_has_no_more_layers(tmp_path, diale
         assert "F.scaled_dot_product_attention" in (out / "model_roundtrip.pnnx.param").read_text()
     types = [line.split()[0] for line in (out / "model_roundtrip.ncnn.param").read_text().splitlines()[2:]]
     assert "SDPA" not in types and "Tile" not in types and types.count("Softmax") == 2
+
+
+class RunTimeSizes(nn.Module):
+    """Sizes computed from the inputs' sizes at run time, in every form the pnnx graph keeps them:
+    a slice to another input's length, a select at a computed index, a negative floor division as
+    a slice end, a narrow from a computed start, an interpolation to computed sizes, and a reshape
+    with two computed dims."""
+
+    def __init__(self):
+        super().__init__()
+        self.pos = nn.Parameter(torch.randn(1, 64, 16))
+
+    def forward(self, x, y):
+        a = x + self.pos[:, : x.shape[1]]
+        b = y[:, :, y.size(2) // 3, 1:-y.size(3) // 7] * 1.5
+        c = y.narrow(3, y.size(3) // 4, 2) * 2.0
+        d = F.interpolate(y, size=(y.size(2) // 2, x.size(1) * 2), mode="nearest")
+        e = y.reshape(-1, y.size(2) // 4, 3, 1).sigmoid()
+        return a, b, c, d, e
+
+
+def test_sizes_computed_at_run_time_are_read_from_the_inputs(tmp_path):
+    auto = torch.export.Dim.AUTO
+    m = RunTimeSizes().eval()
+    result = _convert(m, [torch.randn(1, 9, 16), torch.randn(1, 3, 16, 20)], tmp_path,
+                      dynamic_shapes=({1: auto}, {2: auto, 3: auto}))
+    c = check_scripts(result, m, tmp_path / "out")
+    text = c.pnnx_py.read_text()
+    assert "[:, :x.size(1)]" in text  # the slice end read from x
+    assert ".narrow(2, y.size(2) // 3, 1)" in text  # the select at a computed index
+    assert ":(-y.size(3)) // 7]" in text  # Python's floor of the negative size
+    assert ".narrow(3, y.size(3) // 4, 2)" in text
+    assert "size=[y.size(2) // 2, x.size(1) * 2]" in text and "size_expr" not in text
+    assert ".reshape(-1, y.size(2) // 4, 3, 1)" in text
+    # the same scripts at other sizes
+    gen, ncnn_script = load_script(c.pnnx_py), load_script(c.ncnn_py)
+    other = [torch.randn(1, 23, 16), torch.randn(1, 3, 28, 24)]
+    with torch.no_grad():
+        want = m(*other)
+        assert max_error(gen.Model()(*other), want) <= 1e-5
+    assert max_error(ncnn_script.run(other), want) <= 1e-4
+
+
+def test_view_as_complex_of_a_permuted_input(tmp_path):
+    """(…, 2) pairs a permute left apart in memory (and a product of them, which keeps their
+    strides) are made contiguous for view_as_complex: ``_pnnx.py`` runs and re-exports (ncnn has
+    no complex exp, so the conversion is partial)."""
+    m = Fn(lambda x: torch.view_as_real(torch.view_as_complex(x.permute(1, 0, 2) * 2).exp()))
+    result = _convert(m, [torch.randn(4, 3, 2)], tmp_path)
+    c = check_scripts(result, m, tmp_path / "out", ncnn=False)
+    assert "torch.view_as_complex(" in c.pnnx_py.read_text() and ".contiguous())" in c.pnnx_py.read_text()

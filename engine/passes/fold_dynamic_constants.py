@@ -31,7 +31,7 @@ from __future__ import annotations
 import logging
 import math
 import re
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -165,9 +165,13 @@ class _Evaluator:
     def __init__(self, graph: Graph, budget: int):
         self.graph, self.budget = graph, budget
 
-    def values(self, names: list[str], binding: dict[str, int]) -> dict[str, np.ndarray]:
+    def values(self, names: list[str], binding: dict[str, int], *,
+               prepare: Callable[[Graph], None] | None = None) -> dict[str, np.ndarray]:
+        """``names``' values at ``binding``; ``prepare(copy)`` may change the copy first."""
         g = self.graph.copy()
         g.meta["symbol_values"] = {**self.graph.meta.get("symbol_values", {}), **binding}
+        if prepare is not None:
+            prepare(g)
         folder = _Folder(g, self.budget)
         needed: set[int] = set()
         stack = [g.operands[n] for n in names]

@@ -66,6 +66,10 @@ class TinyDecoder(nn.Module):
         self.lm_head.weight = self.embed.weight  # tied
         self.register_buffer("inv_freq", 1.0 / theta ** (torch.arange(0, head_dim, 2).float() / head_dim),
                              persistent=False)
+        with torch.no_grad():  # larger projections: with the default init the tied head echoes the last token
+            for lin in self.blocks.modules():
+                if isinstance(lin, nn.Linear):
+                    lin.weight.mul_(3)
 
     def forward(self, input_ids, *past):
         n = input_ids.shape[1]

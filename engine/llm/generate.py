@@ -81,12 +81,10 @@ class _Program:
 
     def __init__(self, ncnn, p: ConvertedProgram, threads: int):
         self.ncnn, self.spec = ncnn, p
+        from ..verify.ncnn_run import fp32_options
+
         net = ncnn.Net()
-        opt = net.opt
-        opt.use_vulkan_compute = False
-        opt.use_fp16_storage = opt.use_fp16_arithmetic = opt.use_fp16_packed = False
-        opt.use_bf16_storage = False
-        opt.num_threads = threads
+        fp32_options(net.opt, threads)
         if net.load_param(str(p.param)) != 0 or net.load_model(str(p.bin)) != 0:
             raise ConversionError(f"{p.param}: the ncnn runtime refused the model")
         self.net = net

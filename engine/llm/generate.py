@@ -45,28 +45,40 @@ def convert_decoder(pt2: str | os.PathLike, out_dir: str | os.PathLike | None = 
                     fp16: bool = False) -> ConvertedDecoder:
     """Convert the prefill and decode programs of ``pt2`` into ``out_dir`` (default: its folder)
     as ``<stem>.prefill.ncnn.param/.bin`` and ``<stem>.decode.ncnn.param/.bin``. Raises
-    ConversionError naming the program and the operators that did not convert."""
+    CacheLayoutError when the decode program's cache is not ``cat((past, new))`` along the cache
+    axis, ConversionError naming the program and the operators that did not convert."""
     from collections import Counter
 
+    from ..build import build_graph
     from ..convert import ConvertOptions, convert
     from ..diagnostics import format_table
     from ..reader.package import load
+    from ..writers.atomic import atomic_transaction
+    from .cache import check_cache
 
     src = Path(pt2)
     folder = Path(out_dir) if out_dir is not None else src.parent
     stem = stem or (src.name[:-4] if src.name.endswith(".pt2") else src.stem)
     t0 = time.perf_counter()
+    results = {}
     with load(src) as pkg:
         manifest = read_manifest(pkg)
-        done = {}
-        for role, name in (("prefill", manifest.prefill), ("decode", manifest.decode)):
-            r = convert(pkg, ConvertOptions(fp16=fp16, model=name, snapshots=False, keep_aten=False))
+        for role, name in (("decode", manifest.decode), ("prefill", manifest.prefill)):
+            graph = build_graph(pkg.models[name])
+            if role == "decode":
+                check_cache(graph, name, manifest.cache_tensors, manifest.cache_axis)
+            r = convert(pkg, ConvertOptions(fp16=fp16, model=name, snapshots=False, keep_aten=False), graph=graph)
             if not r.ok:
                 raise ConversionError(f"{src}: program '{name}' did not convert:\n{format_table(r.errors)}")
-            param, bin_ = folder / f"{stem}.{role}.ncnn.param", folder / f"{stem}.{role}.ncnn.bin"
-            r.write(param, bin_)
-            done[role] = ConvertedProgram(name, param, bin_, list(r.ncnn.meta["inputs"]), list(r.ncnn.meta["outputs"]),
-                                          dict(Counter(op.type for op in r.ncnn.ops)))
+            results[role] = r
+        done = {}  # written while the package is open: weights are read from it
+        with atomic_transaction():  # both programs' files, or none
+            for role in ("prefill", "decode"):
+                r = results[role]
+                param, bin_ = folder / f"{stem}.{role}.ncnn.param", folder / f"{stem}.{role}.ncnn.bin"
+                r.write(param, bin_)
+                done[role] = ConvertedProgram(r.program.name, param, bin_, list(r.ncnn.meta["inputs"]),
+                                              list(r.ncnn.meta["outputs"]), dict(Counter(op.type for op in r.ncnn.ops)))
     return ConvertedDecoder(manifest, done["prefill"], done["decode"], time.perf_counter() - t0)
 
 

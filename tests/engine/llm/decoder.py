@@ -5,7 +5,8 @@ and grouped key/value heads (``enable_gqa``) → RMSNorm → SwiGLU MLP, a final
 head tied to the embedding. It follows the flat calling convention of
 :func:`engine.llm.export_decoder`: ``model(input_ids, *past) -> (logits, *present)`` with
 ``past``/``present`` = ``k0, v0, k1, v1, ...`` each ``(1, kv_heads, length, head_dim)``; without
-``past`` it is the prefill (a causal prompt), with it one decode step."""
+``past`` it is the prefill (a causal prompt), with it one decode step. ``new_first`` puts the
+new entries before the past in the cache (a layout the converter refuses)."""
 from __future__ import annotations
 
 import torch
@@ -29,9 +30,9 @@ def rotate_half(x):
 
 
 class Block(nn.Module):
-    def __init__(self, dim: int, heads: int, kv_heads: int, head_dim: int, hidden: int):
+    def __init__(self, dim: int, heads: int, kv_heads: int, head_dim: int, hidden: int, new_first: bool = False):
         super().__init__()
-        self.heads, self.kv_heads, self.head_dim = heads, kv_heads, head_dim
+        self.heads, self.kv_heads, self.head_dim, self.new_first = heads, kv_heads, head_dim, new_first
         self.norm1, self.norm2 = RMSNorm(dim), RMSNorm(dim)
         self.q = nn.Linear(dim, heads * head_dim, bias=False)
         self.k = nn.Linear(dim, kv_heads * head_dim, bias=False)
@@ -48,7 +49,8 @@ class Block(nn.Module):
         v = self.v(x).view(1, n, self.kv_heads, self.head_dim).transpose(1, 2)
         q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
         if past_k is not None:
-            k, v = torch.cat((past_k, k), dim=2), torch.cat((past_v, v), dim=2)
+            pair = (lambda past, new: (new, past)) if self.new_first else (lambda past, new: (past, new))
+            k, v = torch.cat(pair(past_k, k), dim=2), torch.cat(pair(past_v, v), dim=2)
         a = F.scaled_dot_product_attention(q, k, v, is_causal=past_k is None, enable_gqa=True)
         h = h + self.o(a.transpose(1, 2).reshape(1, n, -1))
         x = self.norm2(h)
@@ -57,10 +59,10 @@ class Block(nn.Module):
 
 class TinyDecoder(nn.Module):
     def __init__(self, vocab: int = 64, dim: int = 32, heads: int = 4, kv_heads: int = 2, head_dim: int = 8,
-                 hidden: int = 48, layers: int = 2, theta: float = 10000.0):
+                 hidden: int = 48, layers: int = 2, theta: float = 10000.0, new_first: bool = False):
         super().__init__()
         self.embed = nn.Embedding(vocab, dim)
-        self.blocks = nn.ModuleList(Block(dim, heads, kv_heads, head_dim, hidden) for _ in range(layers))
+        self.blocks = nn.ModuleList(Block(dim, heads, kv_heads, head_dim, hidden, new_first) for _ in range(layers))
         self.norm = RMSNorm(dim)
         self.lm_head = nn.Linear(dim, vocab, bias=False)
         self.lm_head.weight = self.embed.weight  # tied

@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 import torch
 
+from engine.llm import CacheLayoutError, export_decoder
 from engine.llm.generate import NcnnDecoder, convert_decoder, greedy
+from tests.engine.llm.decoder import TinyDecoder
 from tests.harness import rel_error
 
 TOL = 1e-4  # fp32 weights
@@ -80,3 +82,22 @@ def test_greedy_generation_matches_pytorch_for_32_tokens(tiny_decoder, ncnn_deco
 def test_generation_past_max_length_is_refused(ncnn_decoder):
     with pytest.raises(ValueError, match="exceed the programs' max_length 64"):
         greedy(ncnn_decoder, [1, 2, 3], 62)
+
+
+def test_a_cache_with_the_new_entries_first_is_refused(tmp_path):
+    torch.manual_seed(0)
+    pt2 = export_decoder(TinyDecoder(new_first=True), tmp_path / "nf.pt2", max_length=16)
+    with pytest.raises(CacheLayoutError, match=r"program 'decode': unsupported cache layout at node cat_\d+ "
+                                               r"\(aten.cat.default\): cache input past_0 must come first"):
+        convert_decoder(pt2, tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["nf.pt2"]
+
+
+def test_a_cache_with_another_sequence_axis_is_refused_at_export(tmp_path):
+    class SeqSecond(TinyDecoder):
+        def forward(self, input_ids, *past):
+            logits, *cache = super().forward(input_ids, *(p.transpose(1, 2) for p in past))
+            return (logits, *(c.transpose(1, 2) for c in cache))
+
+    with pytest.raises(ValueError, match=r"cache output 0 has shape \(1, 8, 2, 8\); expected \(1, kv_heads, 8, "):
+        export_decoder(SeqSecond(), tmp_path / "s.pt2")

@@ -1,8 +1,10 @@
 """The key/value cache pattern a decode program must follow, checked on its ATen graph.
 
 Each cache input ``past`` (user inputs 1.., in the manifest's order) must be read only by
-``cat((past, new), dim=cache_axis)`` (besides size reads), and that concatenation must be the
-matching cache output: the cache then grows by the new tokens at every step, which is what
+``cat((past, new), dim=cache_axis)`` (besides size reads; concatenations with empty tensors on
+the way, as ``transformers``' ``DynamicCache`` makes them, are looked through), and that
+concatenation must be the matching cache output: the cache then grows by the new tokens at
+every step, which is what
 :mod:`engine.llm.generate` relies on (and what ncnn's ``SDPA`` ``kv_cache=1`` computes). Anything
 else — the new entries first, another axis, a cache that is sliced or rolled — is refused with
 :class:`CacheLayoutError` naming the node and why.
@@ -23,6 +25,16 @@ class CacheLayoutError(PT2Error):
         super().__init__(f"program '{program}': unsupported cache layout at node {node} ({op}): {reason}")
 
 
+def _readers(opd) -> list:
+    return [c for c in opd.consumers if c.type not in _SIZE_READS]
+
+
+def _appends_nothing(op, x) -> bool:
+    """``op`` is a concatenation of ``x`` with empty tensors only (a copy of ``x``)."""
+    return op.type in _CATS and any(i is x for i in op.inputs) and all(
+        i is x or (i.shape is not None and 0 in i.shape) for i in op.inputs)
+
+
 def check_cache(graph, program: str, cache_tensors: int, cache_axis: int) -> list[str]:
     """The names of the concatenations that grow each cache tensor of the decode program's
     ATen ``graph``; raises CacheLayoutError for any other layout."""
@@ -36,7 +48,10 @@ def check_cache(graph, program: str, cache_tensors: int, cache_axis: int) -> lis
     cats = []
     for k in range(cache_tensors):
         past = inputs[1 + k].outputs[0]
-        readers = [c for c in past.consumers if c.type not in _SIZE_READS]
+        readers = _readers(past)
+        while len(readers) == 1 and _appends_nothing(readers[0], past):  # transformers' cat((empty, past))
+            past = readers[0].outputs[0]
+            readers = _readers(past)
         if len(readers) != 1 or readers[0].type not in _CATS:
             node = readers[0] if readers else inputs[1 + k]
             read = ", ".join(f"{c.name} ({c.type})" for c in readers) or "nothing"

@@ -3,6 +3,8 @@ after the attention recompositions).
 
 ncnn's SDPA adds a float mask to the scores; PyTorch also takes a boolean one (True = attend).
 
+* a constant boolean mask that is all True — also one folded at the largest size and cut to the
+  run-time one, as a decode step's mask over its cache is — is dropped (it masks nothing);
 * a constant boolean mask that is PyTorch's causal mask becomes ``is_causal=True`` (no input),
   also when it is a causal mask folded at the largest size and cut to the run-time one;
   any other constant one becomes the additive constant (0 where True, ``-1e30`` elsewhere);
@@ -38,6 +40,12 @@ def run(graph: Graph, cx) -> None:
         index = op.input_names.index("attn_mask")
         value = _const(mask)
         cut = cut_constant(mask) if value is None else None
+        table = value if value is not None else cut[0] if cut is not None else None
+        if table is not None and np.asarray(table, bool).all():
+            # attends to every key (a decode step's mask, cut to the run-time cache length): no mask
+            graph.remove_input(op, index)
+            graph.prune([mask])
+            continue
         if cut is not None and is_causal_mask(cut[0]) and not op.params.get("is_causal"):
             # a causal mask folded at the largest size and cut to the run-time one is causal
             graph.remove_input(op, index)

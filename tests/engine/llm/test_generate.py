@@ -32,8 +32,8 @@ def test_both_programs_use_ncnns_attention_layers(converted):
             assert p.layers.get(t), f"{p.name}: no {t} layer in {p.layers}"
 
 
-@pytest.mark.parametrize("length", [3, 11])
-def test_prefill_matches_at_two_prompt_lengths(tiny_decoder, ncnn_decoder, length):
+@pytest.mark.parametrize("length", [1, 3, 11])
+def test_prefill_matches_at_several_prompt_lengths(tiny_decoder, ncnn_decoder, length):
     ids = torch.randint(0, 64, (1, length), generator=torch.Generator().manual_seed(length))
     logits, cache = ncnn_decoder.prefill(ids[0].tolist())
     with torch.no_grad():

@@ -56,3 +56,26 @@ def test_positions_that_are_not_a_window_are_reported(tmp_path):
     result = convert(str(pt2), ConvertOptions(fp16=False))
     assert not result.ok
     assert any("run-time size" in d.reason or "no aten converter" in d.reason for d in result.errors)
+
+
+class DecodeAttention(nn.Module):
+    """One step's attention over its cache with transformers' mask: key ``j`` visible to query
+    ``i`` when ``j <= past + i`` — all True for every cache length, so no mask in ncnn."""
+
+    def forward(self, q, past_k):
+        s, n = past_k.shape[2], q.shape[2]
+        k = torch.cat((past_k, q[:, :2]), 2)
+        positions = torch.arange(n) + s
+        mask = torch.arange(s + n)[None, :] <= positions[:, None]
+        return torch.nn.functional.scaled_dot_product_attention(q, k, k, attn_mask=mask[None, None], enable_gqa=True)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("length", [1, 23])
+def test_a_decode_steps_mask_over_its_cache_is_dropped(tmp_path, dialect, length):
+    q = torch.randn(1, 4, 1, 8)
+    c = check_module(DecodeAttention(), [q, torch.randn(1, 2, 6, 8)], tmp_path, dialect=dialect,
+                     dynamic_shapes=(None, {2: PAST}), run_inputs=[q, torch.randn(1, 2, length, 8)],
+                     expect_types=["SDPA"])
+    sdpa = next(op for op in c.result.ncnn.ops if op.type == "SDPA")
+    assert len(sdpa.inputs) == 3, "no mask input"

@@ -41,7 +41,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dump-passes", metavar="DIR", help="write NN_<pass>.txt and NN_<pass>.diff for every pass")
     p.add_argument("--report", metavar="FILE.json", help="write a JSON report (layers, diagnostics, passes, seconds)")
     p.add_argument("--inputshape", metavar="SHAPES", help="concrete input shapes, e.g. [1,3,224,224],[1,10]")
-    p.add_argument("--model-name", metavar="NAME", help="which model of a multi-model package")
+    p.add_argument("--model-name", metavar="NAME", help="which model of a multi-model package (the files are then "
+                                                       "named <stem>.NAME.ncnn.param ...)")
     p.add_argument("--partial", action="store_true", help="write the model even if some operators did not convert")
     p.add_argument("--no-pnnx", action="store_true",
                    help="do not write the .pnnx.param/.pnnx.bin files (nor the _pnnx.py)")
@@ -73,6 +74,8 @@ def _pnnx_options(words: list[str]) -> dict[str, str]:
 def _paths(args, kv: dict[str, str]) -> dict[str, Path | None]:
     model = Path(args.model)
     stem = model.name[:-4] if model.name.endswith(".pt2") else model.stem
+    if args.model_name:  # one program of several: <stem>.<program>.ncnn.param ...
+        stem = f"{stem}.{args.model_name}"
     folder = Path(args.output_dir) if args.output_dir else model.parent
     paths: dict[str, Path | None] = {
         "ncnn_param": Path(kv["ncnnparam"]) if "ncnnparam" in kv else folder / f"{stem}.ncnn.param",

@@ -33,6 +33,7 @@ COMMANDS = [
     "engine.cli.coverage_cmd",
     "engine.cli.verify_cmd",
     "engine.cli.scaffold_cmd",
+    "engine.cli.generate_cmd",
 ]
 #: The subcommand the ``pt2ncnn MODEL.pt2 key=value ...`` shorthand routes to.
 SHORTHAND_COMMAND = "convert"

@@ -378,6 +378,16 @@ def _last_dims(op):
     return OpLayout(identity_links(op, skip=range(len(x) - n, len(x))))
 
 
+@layout_rule("nn.RotaryEmbed")
+def _rotary(op):
+    """Each head rotates on its own: the dims before ``(L, E)`` link through (L reads its row of
+    the cos/sin tables)."""
+    x = _shape(op.inputs[0])
+    if x is None:
+        return None
+    return OpLayout(identity_links(op, skip=range(max(len(x) - 2, 0), len(x))))
+
+
 @layout_rule("torch.matmul", "torch.bmm", "torch.mm")
 def _matmul(op):
     """Leading (stacked) dims link through; so does the row axis M of a matrix ``a`` (the column

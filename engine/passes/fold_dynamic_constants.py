@@ -31,7 +31,7 @@ from __future__ import annotations
 import logging
 import math
 import re
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -54,6 +54,7 @@ CREATION = {t for t in FOLDERS if any(k in t for k in ("arange", "full", "zeros"
                                                       "scalar_tensor", "new_empty", "empty"))} | SHAPE_ONLY
 _SCALAR_PREFIXES = ("_operator.", "torch.sym_", "math.", "aten.sym_")
 _SYMBOL = re.compile(r"[A-Za-z_]\w*")
+_OFFSET = re.compile(r"([A-Za-z_]\w*)([+-]\d+)?")
 
 
 def _symbols(dims) -> set[str]:
@@ -104,23 +105,43 @@ def size_operand(graph: Graph, symbol: str) -> Operand | None:
     return None
 
 
+def offset_size_operand(graph: Graph, dim: str) -> Operand | None:
+    """An operand holding the run-time value of ``dim``: a symbol (:func:`size_operand`) or a
+    symbol plus or minus a constant (``s3+1``: the size and an ``_operator.add``, made once and
+    placed right after the size); None for any other expression or an unmeasurable symbol."""
+    m = _OFFSET.fullmatch(str(dim).replace(" ", ""))
+    size = size_operand(graph, m.group(1)) if m else None
+    if size is None or not m.group(2):
+        return size
+    c = int(m.group(2))
+    for op in size.consumers:
+        if op.type == "_operator.add" and op.meta.get("offset_of") == m.group(1) and op.params.get("b") == c:
+            return op.outputs[0]
+    em = AtenEmitter(graph, size.producer, after=True)
+    out = em.op("_operator.add", [("a", size)], shape=[], dtype="i64",
+                name=f"{m.group(1)}_{'plus' if c >= 0 else 'minus'}_{abs(c)}", a=f"%{size.name}", b=c)
+    out.meta["expr"] = str(dim)
+    out.producer.meta["offset_of"] = m.group(1)
+    return out
+
+
 def cut_constant_to(graph: Graph, em: AtenEmitter, large: np.ndarray, shape: list, *, name: str,
                     dtype: str | None = None) -> Operand | None:
     """``large`` (a value at the largest sizes) as a constant sliced, along each dim of ``shape``
-    that is a symbol, to that symbol's run-time size (ncnn ``Crop`` measuring a model input);
-    None when a dynamic dim is not a model input's size."""
+    that is a symbol (or a symbol plus a constant), to its run-time size (ncnn ``Crop``
+    measuring a model input); None when a dynamic dim is not such a size."""
     cuts = []
     for axis, d in enumerate(shape):
         if isinstance(d, int):
             continue
-        if not _SYMBOL.fullmatch(str(d)) or size_operand(graph, str(d)) is None:
+        if offset_size_operand(graph, str(d)) is None:
             return None
         cuts.append((axis, str(d)))
     cur = em.constant(np.ascontiguousarray(large), name=name)
     cut_shape = list(large.shape)
     for axis, sym in cuts:
         cut_shape[axis] = sym
-        size = size_operand(graph, sym)
+        size = offset_size_operand(graph, sym)
         cur = em.op("aten.slice.Tensor", [("self", cur), ("end", size)], shape=list(cut_shape),
                     dtype=dtype or cur.dtype, name=f"{name}_cut", dim=axis, start=0, end=f"%{size.name}", step=1)
     return cur
@@ -165,9 +186,13 @@ class _Evaluator:
     def __init__(self, graph: Graph, budget: int):
         self.graph, self.budget = graph, budget
 
-    def values(self, names: list[str], binding: dict[str, int]) -> dict[str, np.ndarray]:
+    def values(self, names: list[str], binding: dict[str, int], *,
+               prepare: Callable[[Graph], None] | None = None) -> dict[str, np.ndarray]:
+        """``names``' values at ``binding``; ``prepare(copy)`` may change the copy first."""
         g = self.graph.copy()
         g.meta["symbol_values"] = {**self.graph.meta.get("symbol_values", {}), **binding}
+        if prepare is not None:
+            prepare(g)
         folder = _Folder(g, self.budget)
         needed: set[int] = set()
         stack = [g.operands[n] for n in names]

@@ -9,8 +9,9 @@ and the first halves of ``cos`` and ``sin`` as ``(L, E/2)`` constants (ncnn's ``
 non-interleaved: ``y1 = x1*cos - x2*sin``, ``y2 = x1*sin + x2*cos``, the same arithmetic). It
 applies when ``x`` is ``(.., heads, L, E)``, ``cos``/``sin`` are constants broadcasting as
 ``(L, E)`` whose two halves are equal (``cat(freqs, freqs)``), so they hold what ncnn needs —
-or, with a dynamic length, such constants folded at the largest length and cut to the run-time
-one (the half tables are cut the same way).
+or such constants cut along ``L`` at run time: folded at the largest length and cut to the
+run-time one (a dynamic length), or folded over every position and cut to the run-time window
+(a decode step's positions after its cache); the half tables are cut the same way.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ import numpy as np
 from ..ir import Graph, Operand, Operator
 from ._aten import AtenEmitter
 from ._rewrite import replace_chain
-from .decompose_runtime_lookups import _const, cut_constant
+from .decompose_runtime_lookups import _const
 from .manager import graph_pass
 
 log = logging.getLogger(__name__)
@@ -66,16 +67,19 @@ def _rotate_half(opd: Operand) -> tuple[Operand, list[Operator]] | None:
     return x, [cat, n, a, b]
 
 
-def _table(opd: Operand) -> tuple[np.ndarray, Operand | None] | None:
-    """A cos/sin table: a constant, or one folded at the largest length and cut to the run-time
-    length (``(largest, the run-time length operand)``)."""
+def _table(opd: Operand) -> tuple[np.ndarray, Operator | None] | None:
+    """A cos/sin table: a constant, or a constant cut along the length axis at run time —
+    folded at the largest length and cut to the run-time one, or folded over every position
+    and cut to the run-time window (``(table, the slice cutting it)``)."""
     value = _const(opd)
     if value is not None:
         return value, None
-    cut = cut_constant(opd)
-    if cut is None or len(cut[1]) != 1 or opd.shape is None or next(iter(cut[1])) != len(opd.shape) - 2:
+    p = opd.producer
+    if p is None or p.type != "aten.slice.Tensor" or opd.shape is None or p.params.get("step", 1) != 1 or \
+            p.params.get("dim", 0) % len(opd.shape) != len(opd.shape) - 2:
         return None
-    return cut[0], opd.producer.named_input("end")
+    value = _const(p.inputs[0])
+    return (value, p) if value is not None else None
 
 
 def _half_table(value: np.ndarray, x: Operand, dynamic: bool) -> np.ndarray | None:
@@ -125,21 +129,22 @@ def run(graph: Graph, cx) -> None:
         if x.shape is None or len(x.shape) < 3 or not isinstance(x.shape[-1], int):
             continue
         sources = [_table(t) for t in (cos, sin)]
-        dynamic = not isinstance(x.shape[-2], int)
-        if dynamic and any(end is None for _, end in sources):
+        cut = [c is not None for _, c in sources]
+        if any(cut) != all(cut) or (not isinstance(x.shape[-2], int) and not all(cut)):
             continue
-        tables = [_half_table(value, x, dynamic) for value, _ in sources]
+        tables = [_half_table(value, x, all(cut)) for value, _ in sources]
         if any(t is None for t in tables) or not _closed(ops, add):
             continue
         consts = []
-        for name, source, table, (_, end) in zip(("cos", "sin"), (cos, sin), tables, sources):
+        for name, source, table, (_, cutter) in zip(("cos", "sin"), (cos, sin), tables, sources):
             if id(source) not in shared:  # queries and keys share the tables
                 em = AtenEmitter(graph, min(source.consumers, key=graph.ops.index))
                 opd = em.constant(table, name=f"{add.name}_{name}")
-                if end is not None:  # cut to the run-time length like the table it replaces
-                    opd = em.op("aten.slice.Tensor", [("self", opd), ("end", end)],
-                                shape=[x.shape[-2], table.shape[1]], dtype="f32", name=f"{add.name}_{name}_cut",
-                                dim=0, start=0, end=f"%{end.name}", step=1)
+                if cutter is not None:  # cut at run time like the table it replaces
+                    bounds = list(zip(cutter.input_names[1:], cutter.inputs[1:]))
+                    opd = em.op("aten.slice.Tensor", [("self", opd)] + bounds, shape=[x.shape[-2], table.shape[1]],
+                                dtype="f32", name=f"{add.name}_{name}_cut", dim=0,
+                                start=cutter.params.get("start"), end=cutter.params.get("end"), step=1)
                 shared[id(source)] = opd
             consts.append(shared[id(source)])
         new = replace_chain(graph, add, ops, "nn.RotaryEmbed", [x] + consts, params={"interleaved": False})

@@ -3,6 +3,9 @@ after the attention recompositions).
 
 ncnn's SDPA adds a float mask to the scores; PyTorch also takes a boolean one (True = attend).
 
+* a constant mask that masks nothing (boolean all True, additive all zeros) — also one folded at
+  the largest size and cut to the run-time one, as a decode step's mask over its cache is — is
+  dropped;
 * a constant boolean mask that is PyTorch's causal mask becomes ``is_causal=True`` (no input),
   also when it is a causal mask folded at the largest size and cut to the run-time one;
   any other constant one becomes the additive constant (0 where True, ``-1e30`` elsewhere);
@@ -29,15 +32,28 @@ log = logging.getLogger(__name__)
 SDPA = "aten.scaled_dot_product_attention.default"
 
 
+def _masks_nothing(table: np.ndarray) -> bool:
+    """A boolean mask of all True, or an additive one of all zeros."""
+    return bool(table.all()) if table.dtype == np.bool_ else bool(table.size) and not np.any(table)
+
+
 @graph_pass("legalize_attention_masks", "make boolean attention masks additive (causal ones is_causal)")
 def run(graph: Graph, cx) -> None:
     for op in graph.ops_of_type(SDPA):
         mask = op.named_input("attn_mask")
-        if mask is None or mask.dtype != "bool" or mask.shape is None:
+        if mask is None or mask.shape is None:
             continue
         index = op.input_names.index("attn_mask")
         value = _const(mask)
         cut = cut_constant(mask) if value is None else None
+        table = value if value is not None else cut[0] if cut is not None else None
+        if table is not None and _masks_nothing(np.asarray(table)):
+            # attends to every key (a decode step's mask, cut to the run-time cache length): no mask
+            graph.remove_input(op, index)
+            graph.prune([mask])
+            continue
+        if mask.dtype != "bool":
+            continue
         if cut is not None and is_causal_mask(cut[0]) and not op.params.get("is_causal"):
             # a causal mask folded at the largest size and cut to the run-time one is causal
             graph.remove_input(op, index)

@@ -59,6 +59,14 @@ def _mat(ncnn, arr: np.ndarray, int32: bool = False):
     return ncnn.Mat(a).clone()
 
 
+def fp32_options(opt, threads: int = 1) -> None:
+    """fp32 storage and arithmetic on the CPU (no fp16/bf16, no Vulkan), ``threads`` threads."""
+    opt.use_vulkan_compute = False
+    opt.use_fp16_storage = opt.use_fp16_arithmetic = opt.use_fp16_packed = False
+    opt.use_bf16_storage = False
+    opt.num_threads = threads
+
+
 class NcnnModel:
     """One loaded ncnn model (``.param`` + ``.bin``). ``custom``: the model's plug-in custom
     layers, in file order (see :mod:`.custom_layers`)."""
@@ -72,13 +80,9 @@ class NcnnModel:
             net = self._host.net
         else:
             net = ncnn.Net()
-        opt = net.opt
-        opt.use_vulkan_compute = False
-        opt.use_fp16_storage = opt.use_fp16_arithmetic = opt.use_fp16_packed = False
-        opt.use_bf16_storage = False
-        opt.use_packing_layout = False
-        opt.lightmode = False
-        opt.num_threads = 1
+        fp32_options(net.opt)
+        net.opt.use_packing_layout = False
+        net.opt.lightmode = False
         self.net = net
         #: input blobs holding int32 token ids (:func:`int32_input_blobs`)
         self.int32_blobs: set[str] = set()

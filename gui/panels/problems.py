@@ -89,6 +89,7 @@ class ProblemsPanel(QWidget):
         self.table.activated.connect(self._activate)
         self.write_action = QAction("Write a converter…", self)
         self.write_action.setObjectName("writeConverterAction")
+        self.write_action.setIconText(self.write_action.text())  # Qt drops the "…" from a derived icon text
         self.write_action.setToolTip("Write a converter plug-in for the selected node's operator, open it in the "
                                      "editor; saving it converts the model again")
         self.write_action.triggered.connect(self._write)

@@ -116,7 +116,7 @@ def test_write_a_converter_save_it_reconvert_export_and_verify(studio, qtbot, hy
     window.docks["problems"].raise_()
     qtbot.mouseClick(panel.table.viewport(), Qt.MouseButton.LeftButton,
                      pos=panel.table.visualRect(panel.model.index(row, 3)).center())
-    assert panel.write_action.isEnabled()
+    assert panel.write_action.isEnabled() and panel.write_button.text() == "Write a converter…"
     qtbot.mouseClick(panel.write_button, Qt.MouseButton.LeftButton)
     dlg = window.plugins.dialog
     assert dlg is not None and dlg.isVisible() and dlg.template == "pnnx"

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import time
@@ -118,19 +119,26 @@ def check(name: str, build, tmp: Path) -> dict:
 
 
 def speed(tmp: Path) -> dict:
-    torch.set_num_threads(1)
+    """Tokens per second of the ncnn decode loop and of PyTorch eager, at 1 and 2 threads."""
     model = FAMILIES["LLaMA"](SPEED)
     prompt, n = list(range(3, 19)), 64
     pt2 = export_decoder(model, tmp / "speed.pt2", max_length=128)
-    dec = NcnnDecoder(convert_decoder(pt2, tmp))
-    greedy(dec, prompt, 4)  # warm-up
-    got = greedy(dec, prompt, n)
-    torch_greedy(model, prompt, 4)
-    want_tokens, _, torch_s = torch_greedy(model, prompt, n)
-    return {"config": "LLaMA hidden 512, 8 layers, 8 heads / 2 kv heads, vocab 8192", "prompt": len(prompt),
-            "new_tokens": n, "ncnn_tokens_per_s": round(got.decode_tokens_per_second, 1),
-            "torch_eager_tokens_per_s": round((n - 1) / torch_s, 1), "tokens_equal": got.tokens == want_tokens,
-            "ncnn_prefill_ms": round(got.prefill_seconds * 1e3, 1)}
+    converted = convert_decoder(pt2, tmp)
+    out = {"config": "LLaMA hidden 512, 8 layers, 8 heads / 2 kv heads, vocab 8192", "prompt": len(prompt),
+           "new_tokens": n, "load_average": round(os.getloadavg()[0], 1), "threads": {}}
+    for threads in (1, 2):
+        torch.set_num_threads(threads)
+        dec = NcnnDecoder(converted, threads=threads)
+        greedy(dec, prompt, 4)  # warm-up
+        got = greedy(dec, prompt, n)
+        torch_greedy(model, prompt, 4)
+        want_tokens, _, torch_s = torch_greedy(model, prompt, n)
+        out["threads"][threads] = {"ncnn_tokens_per_s": round(got.decode_tokens_per_second, 1),
+                                   "torch_eager_tokens_per_s": round((n - 1) / torch_s, 1),
+                                   "tokens_equal": got.tokens == want_tokens,
+                                   "ncnn_prefill_ms": round(got.prefill_seconds * 1e3, 1)}
+    torch.set_num_threads(1)
+    return out
 
 
 def main() -> int:
@@ -171,9 +179,14 @@ def write(result: dict) -> None:
                      f"{r['prefill11_rel']:.2e} | {r['convert_s']} | {'yes' if r['ok'] else 'no'} |")
     if "speed" in result:
         s = result["speed"]
-        lines += ["", f"Speed ({s['config']}; {s['prompt']}-token prompt, {s['new_tokens']} new tokens, one thread): "
-                      f"ncnn {s['ncnn_tokens_per_s']} tokens/s, PyTorch eager {s['torch_eager_tokens_per_s']} tokens/s "
-                      f"(tokens equal: {s['tokens_equal']}; ncnn prefill {s['ncnn_prefill_ms']} ms)."]
+        lines += ["", f"Speed: {s['config']}; {s['prompt']}-token prompt, {s['new_tokens']} new tokens, greedy; "
+                      f"load average {s['load_average']} at the start (2-core machine).", "",
+                  "| threads | ncnn tokens/s | PyTorch eager tokens/s | ncnn / PyTorch | tokens equal | ncnn prefill ms |",
+                  "|---|---|---|---|---|---|"]
+        for threads, t in s["threads"].items():
+            lines.append(f"| {threads} | {t['ncnn_tokens_per_s']} | {t['torch_eager_tokens_per_s']} | "
+                         f"{t['ncnn_tokens_per_s'] / t['torch_eager_tokens_per_s']:.2f}× | {t['tokens_equal']} | "
+                         f"{t['ncnn_prefill_ms']} |")
     (RESULTS / "llm_generate.md").write_text("\n".join(lines) + "\n")
 
 

@@ -35,18 +35,30 @@ class BlobFailure:
         return self.message
 
 
+#: layers that move an int32 blob's bits without computing on them
+_BIT_MOVES = ("Split", "Reshape", "Crop", "Permute", "Flatten")
+
+
 def int32_input_blobs(graph) -> set[str]:
-    """The input blobs fed as int32: those an ``Embed`` layer reads (token ids), directly or
-    through a ``Split`` (see the ``mark_integer_inputs`` pass)."""
+    """The blobs that hold int32 token ids: the input blobs an ``Embed`` layer reads, directly or
+    through layers that only move bits (``Split``, ``Reshape``...; see the ``mark_integer_inputs``
+    pass), and those layers' outputs. They are fed as int32, also when Verify feeds one to a
+    layer run alone, and read back as integers."""
     out = set()
     for op in graph.ops:
         if op.type != "Input":
             continue
         for o in op.outputs:
-            readers = list(o.consumers)
-            readers += [c for r in readers if r.type == "Split" for x in r.outputs for c in x.consumers]
-            if any(r.type == "Embed" for r in readers):
-                out.add(o.name)
+            carried, frontier, embeds = [o], [o], False
+            while frontier:
+                blob = frontier.pop()
+                for r in blob.consumers:
+                    embeds |= r.type == "Embed"
+                    if r.type in _BIT_MOVES:
+                        carried += r.outputs
+                        frontier += r.outputs
+            if embeds:
+                out.update(b.name for b in carried)
     return out
 
 
@@ -117,5 +129,6 @@ class NcnnModel:
                 why = self._host.take_error() if self._host is not None else None
                 out[blob] = BlobFailure(ret, f"ncnn failed to compute {blob} (error {ret})" + (f": {why}" if why else ""))
             else:
-                out[blob] = np.array(mat)  # a copy: the Mat dies with the extractor
+                a = np.array(mat)  # a copy: the Mat dies with the extractor
+                out[blob] = a.view(np.int32).astype(np.float32) if blob in self.int32_blobs else a
         return out

@@ -40,25 +40,16 @@ _BIT_MOVES = ("Split", "Reshape", "Crop", "Permute", "Flatten")
 
 
 def int32_input_blobs(graph) -> set[str]:
-    """The blobs that hold int32 token ids: the input blobs an ``Embed`` layer reads, directly or
-    through layers that only move bits (``Split``, ``Reshape``...; see the ``mark_integer_inputs``
-    pass), and those layers' outputs. They are fed as int32, also when Verify feeds one to a
-    layer run alone, and read back as integers."""
-    out = set()
-    for op in graph.ops:
-        if op.type != "Input":
-            continue
-        for o in op.outputs:
-            carried, frontier, embeds = [o], [o], False
-            while frontier:
-                blob = frontier.pop()
-                for r in blob.consumers:
-                    embeds |= r.type == "Embed"
-                    if r.type in _BIT_MOVES:
-                        carried += r.outputs
-                        frontier += r.outputs
-            if embeds:
-                out.update(b.name for b in carried)
+    """The blobs that hold int32 token ids: the outputs of the ``Input`` layers the
+    ``mark_integer_inputs`` pass marked ``meta["ncnn_dtype"] = "int32"``, and of the layers
+    that only move their bits on (``Split``, ``Reshape``...). They are fed as int32, also when
+    Verify feeds one to a layer run alone, and read back as integers."""
+    out: set[str] = set()
+    frontier = [o for op in graph.ops_of_type("Input") if op.meta.get("ncnn_dtype") == "int32" for o in op.outputs]
+    while frontier:
+        blob = frontier.pop()
+        out.add(blob.name)
+        frontier += [o for r in blob.consumers if r.type in _BIT_MOVES for o in r.outputs]
     return out
 
 

@@ -51,10 +51,25 @@ class OpLayout:
     measured: frozenset = frozenset()
 
     def links_from(self, i: int, a: int) -> list[Link]:
-        return [ln for ln in self.links if ln.i == i and ln.a == a]
+        return self._index()[0].get((i, a), [])
 
     def links_to(self, k: int, b: int) -> list[Link]:
-        return [ln for ln in self.links if ln.k == k and ln.b == b]
+        return self._index()[1].get((k, b), [])
+
+    def _index(self) -> tuple[dict, dict]:
+        """The links by (input, axis) and by (output, axis), built on first use and again when a
+        rule added links since (an elementwise op of many inputs links every axis of each: a
+        scan per query made the solver quadratic in the inputs)."""
+        cached = self.__dict__.get("_links_index")
+        if cached is None or cached[0] != len(self.links):
+            by_in: dict = {}
+            by_out: dict = {}
+            for ln in self.links:
+                by_in.setdefault((ln.i, ln.a), []).append(ln)
+                by_out.setdefault((ln.k, ln.b), []).append(ln)
+            cached = (len(self.links), by_in, by_out)
+            self.__dict__["_links_index"] = cached
+        return cached[1], cached[2]
 
 
 Rule = Callable[[Operator], "OpLayout | None"]

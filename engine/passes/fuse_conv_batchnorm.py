@@ -26,12 +26,19 @@ def fold_scale_shift(graph, op, bn, weight_fn, through=None):
     weight, bias = op.attrs["weight"], op.attrs.get("bias")
     n = int(bn.params["num_features"])
 
+    affine: list = []
+
+    def scale_shift():  # once for both weights (it reads four tensors of the package)
+        if not affine:
+            affine.extend(batchnorm_affine(bn))
+        return affine
+
     def new_weight():
-        scale, _ = batchnorm_affine(bn)
+        scale, _ = scale_shift()
         return weight_fn(np.asarray(weight.data, np.float32), scale.astype(np.float32))
 
     def new_bias():
-        scale, shift = batchnorm_affine(bn)
+        scale, shift = scale_shift()
         return (as_f64(bias, n, 0.0) * scale + shift).astype(np.float32)
 
     op.attrs["weight"] = derived(new_weight, weight.shape)

@@ -300,21 +300,44 @@ def _insert_conversions(graph: Graph, needed) -> int:
     return len(made)
 
 
-def solve(graph: Graph, *, convert: bool) -> int:
-    """Annotate every operand's batch axis; with ``convert``, insert the layout conversions
-    (returns how many)."""
+#: ``cx.state`` key of a solve the pass just before this one left (see :func:`hand_over`)
+_SOLVED = "batch_layout_solved"
+
+
+def _solve(graph: Graph) -> list[tuple[Operator, int, int | None]]:
     s = _Solver(graph)
     s.seed()
     needed = s.legalize()
     _annotate(graph, s.final)
+    return needed
+
+
+def solve(graph: Graph, *, convert: bool) -> int:
+    """Annotate every operand's batch axis; with ``convert``, insert the layout conversions
+    (returns how many)."""
+    needed = _solve(graph)
     return _insert_conversions(graph, needed) if convert and needed else 0
 
 
-def infer(graph: Graph) -> None:
-    """Annotate every operand of ``graph`` (no conversions; used by passes before this one)."""
-    solve(graph, convert=False)
+def infer(graph: Graph) -> list[tuple[Operator, int, int | None]]:
+    """Annotate every operand of ``graph`` (no conversions; used by passes before this one);
+    returns the conversions the solve found needed, for :func:`hand_over`."""
+    return _solve(graph)
+
+
+def hand_over(graph: Graph, cx, needed: list[tuple[Operator, int, int | None]]) -> None:
+    """The pass right before this one solved ``graph`` (``needed``: :func:`infer`'s answer) and
+    changed nothing since: this pass inserts those conversions instead of solving again (a
+    solve is the costliest step of both passes)."""
+    if cx is not None:
+        cx.state[_SOLVED] = (graph, len(graph.ops), needed)
 
 
 @graph_pass("infer_batch_axis", "solve which axis of every value is ncnn's batch; convert where operators disagree")
 def run(graph, cx):
+    solved = cx.state.pop(_SOLVED, None) if cx is not None else None
+    if solved is not None and solved[0] is graph and solved[1] == len(graph.ops):
+        if solved[2]:
+            _insert_conversions(graph, solved[2])
+        return
     solve(graph, convert=True)

@@ -529,16 +529,17 @@ def rearrangement_chains(graph: Graph):
 
 @graph_pass("legalize_tensor_rank", "rewrite >4-D reshape/permute/select/elementwise regions into ≤4-D ones")
 def run(graph: Graph, cx) -> None:
-    infer_batch_axis.infer(graph)
+    needed = infer_batch_axis.infer(graph)
     high = any(_is_high(o) for o in graph.operands.values())
     if high and sink_selects(graph):
-        infer_batch_axis.infer(graph)
+        needed = infer_batch_axis.infer(graph)
     rewriter = _Rewriter(graph)
     composed = 0
     for chain in list(rearrangement_chains(graph)):
         composed += sum(rewriter.compose(part) for part in _segments(chain))
     if composed:
-        infer_batch_axis.infer(graph)
+        needed = infer_batch_axis.infer(graph)
+    n_ops = len(graph.ops)
     rewritten = 0
     if high:
         for op in list(graph.ops):
@@ -546,4 +547,6 @@ def run(graph: Graph, cx) -> None:
                 rewritten += bool(rewriter.rewrite(op))
     rewriter.finish()
     if rewritten:  # else the annotations above still hold (a solve is the costliest step here)
-        infer_batch_axis.infer(graph)
+        needed = infer_batch_axis.infer(graph)
+    if rewritten or len(graph.ops) == n_ops:  # nothing changed since the last solve: the next pass reuses it
+        infer_batch_axis.hand_over(graph, cx, needed)

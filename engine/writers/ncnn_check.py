@@ -11,6 +11,7 @@ matching what the layer will load (count and sizes); blobs of at most 4 dims (ba
 """
 from __future__ import annotations
 
+import re
 from typing import Iterable
 
 from ..ir import Graph, Operator
@@ -19,6 +20,7 @@ from ..ncnn import layers as L
 #: Graph-level markers that are not ncnn layers (skipped when writing).
 MARKER_TYPES = ("Output", "pnnx.Output")
 MAX_NAME_BYTES = 255
+_SPACE = re.compile(r"\s")
 MAX_DIMS = 4
 
 
@@ -30,7 +32,7 @@ def ncnn_layers(graph: Graph) -> list[Operator]:
 def _name_problem(kind: str, name: str) -> str | None:
     if not name:
         return f"{kind} has an empty name"
-    if any(c.isspace() for c in name) or not name.isprintable():
+    if _SPACE.search(name) or not name.isprintable():
         return f"{kind} name {name!r} contains whitespace or control characters"
     if len(name.encode("utf-8")) > MAX_NAME_BYTES:
         return f"{kind} name {name[:40]!r}... is longer than {MAX_NAME_BYTES} bytes"

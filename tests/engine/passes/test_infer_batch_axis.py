@@ -146,3 +146,43 @@ def test_an_input_exported_with_a_batch_larger_than_one_runs_as_an_ncnn_batch(tm
     result.write(param, bin_)
     (y,) = run_layout(param, bin_, [x.numpy()], result.ncnn.meta)
     np.testing.assert_allclose(y, model(x).detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+_NEEDS_A_CONVERSION = """
+    pnnx.Input x 0 1 x #x=(3,4,5,6)f32
+    F.max_pool2d m 1 1 x y kernel_size=(1,1) stride=(1,1) #y=(3,4,5,6)f32
+    torch.sum s 1 1 y z dim=(0) keepdim=False #z=(4,5,6)f32
+    pnnx.Output out 1 0 z
+"""
+
+
+def _meta_text(g: Graph) -> str:
+    return g.to_text() + repr([(o.name, o.meta.get("batch_dim")) for o in g.operands.values()])
+
+
+@pytest.mark.parametrize("change_between", [False, True])
+def test_the_solve_legalize_tensor_rank_hands_over_gives_what_a_fresh_solve_gives(change_between):
+    """legalize_tensor_rank's last solve is reused by infer_batch_axis only while the graph is
+    the one it solved; either way the graph ends as after a solve of its own."""
+    from engine.passes import legalize_tensor_rank
+    from engine.passes.manager import PassContext
+
+    def text(body: str) -> str:
+        lines = [ln.strip() for ln in body.strip().splitlines()]
+        return "7767517\n%d 0\n" % len(lines) + "\n".join(lines) + "\n"
+
+    g = Graph.from_text(text(_NEEDS_A_CONVERSION))
+    cx = PassContext()
+    legalize_tensor_rank.run(g, cx)
+    assert cx.state.get(infer_batch_axis._SOLVED) is not None  # nothing to legalise: handed over
+    body = _NEEDS_A_CONVERSION
+    if change_between:  # the sum and its output go after the hand-over: solved again, no conversion
+        for name in ("out", "s"):
+            g.remove_op(g.find_op(name))
+        body = "\n".join(ln for ln in body.splitlines() if not ln.strip().startswith(("torch.sum", "pnnx.Output")))
+    fresh = Graph.from_text(text(body))
+    infer_batch_axis.run(fresh, None)
+    infer_batch_axis.run(g, cx)
+    assert infer_batch_axis._SOLVED not in cx.state
+    assert bool([op for op in g.ops if op.meta.get("layout_conversion")]) != change_between
+    assert _meta_text(g) == _meta_text(fresh)

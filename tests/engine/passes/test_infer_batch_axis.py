@@ -10,9 +10,13 @@ from engine.ir import Graph
 from engine.passes import infer_batch_axis
 
 
-def _graph(body: str) -> Graph:
+def _text(body: str) -> str:
     lines = [ln.strip() for ln in body.strip().splitlines()]
-    g = Graph.from_text("7767517\n%d 0\n" % len(lines) + "\n".join(lines) + "\n")
+    return "7767517\n%d 0\n" % len(lines) + "\n".join(lines) + "\n"
+
+
+def _graph(body: str) -> Graph:
+    g = Graph.from_text(_text(body))
     infer_batch_axis.run(g, None)
     return g
 
@@ -167,11 +171,7 @@ def test_the_solve_legalize_tensor_rank_hands_over_gives_what_a_fresh_solve_give
     from engine.passes import legalize_tensor_rank
     from engine.passes.manager import PassContext
 
-    def text(body: str) -> str:
-        lines = [ln.strip() for ln in body.strip().splitlines()]
-        return "7767517\n%d 0\n" % len(lines) + "\n".join(lines) + "\n"
-
-    g = Graph.from_text(text(_NEEDS_A_CONVERSION))
+    g = Graph.from_text(_text(_NEEDS_A_CONVERSION))
     cx = PassContext()
     legalize_tensor_rank.run(g, cx)
     assert cx.state.get(infer_batch_axis._SOLVED) is not None  # nothing to legalise: handed over
@@ -180,7 +180,7 @@ def test_the_solve_legalize_tensor_rank_hands_over_gives_what_a_fresh_solve_give
         for name in ("out", "s"):
             g.remove_op(g.find_op(name))
         body = "\n".join(ln for ln in body.splitlines() if not ln.strip().startswith(("torch.sum", "pnnx.Output")))
-    fresh = Graph.from_text(text(body))
+    fresh = Graph.from_text(_text(body))
     infer_batch_axis.run(fresh, None)
     infer_batch_axis.run(g, cx)
     assert infer_batch_axis._SOLVED not in cx.state

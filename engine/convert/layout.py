@@ -60,14 +60,15 @@ class OpLayout:
         """The links by (input, axis) and by (output, axis), built on first use and again when a
         rule added links since (an elementwise op of many inputs links every axis of each: a
         scan per query made the solver quadratic in the inputs)."""
+        key = (id(self.links), len(self.links))
         cached = self.__dict__.get("_links_index")
-        if cached is None or cached[0] != len(self.links):
+        if cached is None or cached[0] != key:
             by_in: dict = {}
             by_out: dict = {}
             for ln in self.links:
                 by_in.setdefault((ln.i, ln.a), []).append(ln)
                 by_out.setdefault((ln.k, ln.b), []).append(ln)
-            cached = (len(self.links), by_in, by_out)
+            cached = (key, by_in, by_out)
             self.__dict__["_links_index"] = cached
         return cached[1], cached[2]
 

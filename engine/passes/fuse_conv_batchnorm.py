@@ -10,6 +10,8 @@ per-channel vectors in float64.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..converters._weights import as_f64, derived
@@ -26,12 +28,7 @@ def fold_scale_shift(graph, op, bn, weight_fn, through=None):
     weight, bias = op.attrs["weight"], op.attrs.get("bias")
     n = int(bn.params["num_features"])
 
-    affine: list = []
-
-    def scale_shift():  # once for both weights (it reads four tensors of the package)
-        if not affine:
-            affine.extend(batchnorm_affine(bn))
-        return affine
+    scale_shift = functools.cache(lambda: batchnorm_affine(bn))  # once for both weights
 
     def new_weight():
         scale, _ = scale_shift()

@@ -304,7 +304,9 @@ def _insert_conversions(graph: Graph, needed) -> int:
 _SOLVED = "batch_layout_solved"
 
 
-def _solve(graph: Graph) -> list[tuple[Operator, int, int | None]]:
+def infer(graph: Graph) -> list[tuple[Operator, int, int | None]]:
+    """Annotate every operand of ``graph`` (no conversions; used by passes before this one);
+    returns the conversions the solve found needed (for :func:`solve`, :func:`hand_over`)."""
     s = _Solver(graph)
     s.seed()
     needed = s.legalize()
@@ -315,14 +317,8 @@ def _solve(graph: Graph) -> list[tuple[Operator, int, int | None]]:
 def solve(graph: Graph, *, convert: bool) -> int:
     """Annotate every operand's batch axis; with ``convert``, insert the layout conversions
     (returns how many)."""
-    needed = _solve(graph)
+    needed = infer(graph)
     return _insert_conversions(graph, needed) if convert and needed else 0
-
-
-def infer(graph: Graph) -> list[tuple[Operator, int, int | None]]:
-    """Annotate every operand of ``graph`` (no conversions; used by passes before this one);
-    returns the conversions the solve found needed, for :func:`hand_over`."""
-    return _solve(graph)
 
 
 def hand_over(graph: Graph, cx, needed: list[tuple[Operator, int, int | None]]) -> None:

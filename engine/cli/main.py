@@ -154,6 +154,9 @@ def entry() -> None:
     """The ``pt2ncnn`` console script: :func:`main`, then the process ends without tearing its
     heap down object by object (a tenth of a second after converting a large model; every file
     is closed by then, the streams are flushed here)."""
+    # numpy's OpenBLAS starts a thread per core on import, and they spin: about 0.1 s of CPU
+    # for nothing here, where no step multiplies large matrices (set it to override)
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     rc = main(exiting=True)
     try:
         sys.stdout.flush()

@@ -165,7 +165,9 @@ class Registry:
             raise RegistryError(f"converter for {target!r} is not callable")
         key = self._key_check(target)
         conv = Converter(key, fn, validator, int(priority), origin or f"builtin:{fn.__module__}", next(self._seq))
-        self._rules.setdefault(key, []).append(conv)
+        rules = self._rules.setdefault(key, [])
+        rules.append(conv)
+        rules.sort(key=_rank)  # kept in trial order: select() runs once per operator
         return conv
 
     def unregister(self, conv: Converter) -> None:
@@ -174,12 +176,13 @@ class Registry:
             lst.remove(conv)
 
     def candidates(self, target: str) -> list[Converter]:
-        return sorted(self._rules.get(target, []), key=lambda c: (-c.priority, -c.seq))
+        """The rules for ``target`` in the order they are tried (highest priority, then latest)."""
+        return list(self._rules.get(target, ()))
 
     def select(self, op, ctx) -> tuple[Converter | None, list[Refusal]]:
         """The first accepting candidate for ``op`` and the refusal reasons of those before it."""
         reasons: list[Refusal] = []
-        for conv in self.candidates(op.type):
+        for conv in self._rules.get(op.type, ()):
             why = conv.check(op, ctx)
             if why is None:
                 return conv, reasons
@@ -197,6 +200,10 @@ class Registry:
 
     def restore(self, snap: dict[str, list[Converter]]) -> None:
         self._rules = {k: list(v) for k, v in snap.items()}
+
+
+def _rank(c: Converter) -> tuple[int, int]:
+    return -c.priority, -c.seq
 
 
 ATEN = Registry("aten", _check_aten_key)

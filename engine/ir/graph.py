@@ -737,16 +737,23 @@ class Graph:
                           meta=dict(opd.meta))
             g.operands[name] = new
             mapping[id(opd)] = new
-        for op in self.ops:
+        order: list[Operator] = []
+        for op in self._ordered():
             new_op = Operator(op.type, op.name, [mapping[id(i)] for i in op.inputs],
                               [mapping[id(o)] for o in op.outputs], TrackedDict(op.params), TrackedDict(op.attrs),
                               list(op.input_names), op.provenance, dict(op.meta))
             for i in new_op.inputs:
                 i.consumers.append(new_op)
             for o in new_op.outputs:
-                o.producer = new_op
-            g._link(new_op)
+                o.__dict__["producer"] = new_op  # a new operand: no change to count
+            order.append(new_op)
             g._op_names[op.name] = new_op
+        # the order in one go (what _link does operator by operator)
+        if order:
+            g._next = dict(zip(order, order[1:] + [None]))
+            g._prev = dict(zip(order, [None] + order[:-1]))
+            g._head, g._tail = order[0], order[-1]
+        g._list = order
         return g
 
     def to_text(self) -> str:

@@ -229,10 +229,61 @@ def _resolve(spec: LayerSpec, given: Mapping[str, Any]) -> dict[str, Any]:
     raise LayerSpecError(f"{spec.type}: circular param defaults among {[p.name for p in pending]}")
 
 
+# ---------------------------------------------------------------------------- memo
+# A model has thousands of layers but few distinct param sets: what depends on (type, params)
+# alone is worked out once per set. Keys carry each value's type (1, 1.0 and True are equal
+# keys to a dict but not to the checks); a value that is not a plain scalar or a list of them
+# (a numpy array) is not memoised.
+_PLAIN = frozenset((int, float, str, bool, type(None)))
+_MEMO_MAX = 8192
+
+
+def _memo_key(tag: str, layer_type: str, items: Iterable[tuple[Any, Any]]) -> tuple | None:
+    key: list = [tag, layer_type]
+    for k, v in items:
+        t = type(v)
+        if t is list or t is tuple:
+            if not all(type(x) in _PLAIN for x in v):
+                return None
+            v = tuple((type(x), x) for x in v)
+        elif t not in _PLAIN:
+            return None
+        key.append((k, t, v))
+    return tuple(key)
+
+
+_memo: dict[tuple, Any] = {}
+
+
+def _memoised(tag: str, layer_type: str, items: Iterable[tuple[Any, Any]], compute):
+    """``compute()``, remembered under (tag, layer type, items); exceptions are not."""
+    key = _memo_key(tag, layer_type, items)
+    if key is None:
+        return compute()
+    try:
+        return _memo[key]
+    except KeyError:
+        pass
+    value = compute()
+    if len(_memo) >= _MEMO_MAX:
+        _memo.clear()
+    _memo[key] = value
+    return value
+
+
+def _fresh(d: dict) -> dict:
+    """A copy of a remembered dict whose list values the caller may change."""
+    return {k: (list(v) if type(v) is list else v) for k, v in d.items()}
+
+
 def make_params(layer_type: str, **values: Any) -> dict[int, Any]:
     """Named params → ``{id: value}`` for :attr:`Operator.params`, in id order. Values equal to
     their (effective) default are left out; unknown layer types or names and values of the
     wrong kind raise :class:`LayerSpecError`. ``None`` values are ignored (left at default)."""
+    return _fresh(_memoised("make", layer_type, values.items(), lambda: _make_params(layer_type, values)))
+
+
+def _make_params(layer_type: str, values: Mapping[str, Any]) -> dict[int, Any]:
     spec = get_spec(layer_type)
     given = {k: v for k, v in values.items() if v is not None}
     for k, v in spec.builder_defaults.items():
@@ -262,6 +313,10 @@ def param_values(layer_type: str, params: Mapping[int, Any]) -> dict[str, Any]:
 
 def resolve_params(layer_type: str, params: Mapping[int, Any]) -> dict[str, Any]:
     """Every param of the layer by name, with the runtime's defaults filled in."""
+    return _fresh(_memoised("resolve", layer_type, params.items(), lambda: _resolve_params(layer_type, params)))
+
+
+def _resolve_params(layer_type: str, params: Mapping[int, Any]) -> dict[str, Any]:
     spec = get_spec(layer_type)
     given = {spec.by_id[k].name: v for k, v in params.items() if k in spec.by_id}
     return _resolve(spec, given)
@@ -270,6 +325,10 @@ def resolve_params(layer_type: str, params: Mapping[int, Any]) -> dict[str, Any]
 def check_params(layer_type: str, params: Mapping[Any, Any]) -> list[str]:
     """Problems with a layer's ``{id: value}`` params: unknown ids, values of the wrong kind,
     settings the writer cannot handle. Empty when all is well."""
+    return list(_memoised("check", layer_type, params.items(), lambda: _check_params(layer_type, params)))
+
+
+def _check_params(layer_type: str, params: Mapping[Any, Any]) -> list[str]:
     spec = get_spec(layer_type)
     problems = []
     for k, v in params.items():
@@ -295,6 +354,10 @@ def check_params(layer_type: str, params: Mapping[Any, Any]) -> list[str]:
 
 def expected_weights(layer_type: str, params: Mapping[int, Any]) -> list[LoadedWeight]:
     """The weights the runtime will read for these params, in load order, with sizes."""
+    return list(_memoised("weights", layer_type, params.items(), lambda: _expected_weights(layer_type, params)))
+
+
+def _expected_weights(layer_type: str, params: Mapping[int, Any]) -> list[LoadedWeight]:
     spec = get_spec(layer_type)
     env = resolve_params(layer_type, params)
     out = []

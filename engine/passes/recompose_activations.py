@@ -395,6 +395,21 @@ PATTERNS: list[Callable[[Match, Operator], Any]] = [
     _softshrink, _glu, _gelu_tanh,
 ]
 
+_MUL = ("aten.mul.Tensor", "aten.mul.Scalar")
+_WHERE = ("aten.where.self", "aten.where.ScalarSelf", "aten.where.ScalarOther")
+#: the op types each pattern's chain can end in (its root); an op of another type is not
+#: offered to it (test_recompose_activations checks each pattern refuses every other type)
+ROOTS: dict[Callable, tuple[str, ...]] = {
+    _silu: _MUL, _hardsigmoid: _MUL + ("aten.div.Tensor", "aten.div.Scalar"),
+    _hardswish: _MUL + ("aten.div.Tensor", "aten.div.Scalar"), _softplus: _WHERE, _mish: _MUL, _celu: _WHERE,
+    _prelu_or_leaky: _WHERE, _log_sigmoid: ("aten.sub.Tensor",), _hardshrink: _WHERE, _softshrink: _WHERE,
+    _glu: _MUL, _gelu_tanh: _MUL,
+}
+_BY_ROOT: dict[str, list[Callable]] = {}
+for _pattern in PATTERNS:
+    for _t in ROOTS[_pattern]:
+        _BY_ROOT.setdefault(_t, []).append(_pattern)
+
 _INPUT_NAMES = {"aten._prelu_kernel.default": ["self", "weight"]}
 
 
@@ -415,9 +430,10 @@ def run(graph: Graph, cx) -> None:
         changed = False
         removed: set[int] = set()
         for root in list(graph.ops):
-            if id(root) in removed or not is_aten(root) or len(root.outputs) != 1:
+            patterns = _BY_ROOT.get(root.type)
+            if patterns is None or id(root) in removed or not is_aten(root) or len(root.outputs) != 1:
                 continue
-            for pattern in PATTERNS:
+            for pattern in patterns:
                 m = Match()
                 found = pattern(m, root)
                 if found is None:

@@ -128,3 +128,39 @@ def test_gelu_new_chain():
 
 def test_gelu_new_with_other_constants_stays():
     assert "aten.gelu.default" not in _run(_graph(GELU_NEW.replace("other=0.044715", "other=0.05")))
+
+
+def test_each_pattern_is_offered_only_the_root_types_it_can_match():
+    """The pass offers an op only to the patterns whose ROOTS list its type: a pattern must then
+    find nothing in an op of any other type. Every op of these chains (each a match for some
+    pattern at its real root) is retyped to every root type and handed to every pattern."""
+    from engine.passes._match import Match
+
+    hardsigmoid = """
+        pnnx.Input x 0 1 x #x=(1,4)f32
+        aten.add.Tensor add 1 1 x add other=3.0 alpha=1 $self=x #add=(1,4)f32
+        aten.hardtanh.default h 1 1 add h min_val=0.0 max_val=6.0 $self=add #h=(1,4)f32
+        aten.div.Tensor div 1 1 h div other=6 $self=h #div=(1,4)f32
+        pnnx.Output out 1 0 div
+    """
+    times_sixth = HARDSWISH.replace("aten.div.Tensor div 1 1 mul div other=6",
+                                    "aten.mul.Tensor div 1 1 mul div other=0.16666666666666666")
+    chains = [HARDSWISH, GELU_NEW, hardsigmoid, times_sixth]
+    types = sorted({t for ts in recompose_activations.ROOTS.values() for t in ts}
+                   | {"aten.add.Tensor", "aten.clamp.default", "aten.tanh.default"})
+    offered = 0
+    for text in chains:
+        g = _graph(text)
+        root = g.ops[-2]
+        assert any(p(Match(), root) is not None for p in recompose_activations.ROOTS), "the chain matches"
+        for op in g.ops:
+            real = op.type
+            for t in types:
+                op.type = t
+                for pattern, roots in recompose_activations.ROOTS.items():
+                    if t not in roots:
+                        offered += 1
+                        assert pattern(Match(), op) is None, (pattern.__name__, t, op.name)
+            op.type = real
+    assert offered > 500
+    assert set(recompose_activations.ROOTS) == set(recompose_activations.PATTERNS)

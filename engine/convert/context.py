@@ -18,6 +18,7 @@ import numpy as np
 
 from ..diagnostics import Diagnostic, DiagnosticList
 from ..ir import Attribute, Graph, Operand, Operator
+from ..ncnn.layers import make_params
 
 log = logging.getLogger(__name__)
 
@@ -95,8 +96,6 @@ class ConversionContext:
               dtype: str | None = None, shape: Sequence | None = None, **params: Any) -> Any:
         """Emit an ncnn layer with named params (translated to ids by :mod:`engine.ncnn.layers`)
         and weights (numpy arrays or Attributes) in load order."""
-        from ..ncnn.layers import make_params
-
         attrs = {k: (v if isinstance(v, Attribute) else Attribute(np.asarray(v))) for k, v in (weights or {}).items()}
         return self.emit(type, inputs, params=make_params(type, **params), attrs=attrs, outputs=outputs,
                          name=name, dtype=dtype, shape=shape)

@@ -27,6 +27,7 @@ Usage::
 from __future__ import annotations
 
 import enum
+import functools
 import itertools
 import re
 from dataclasses import dataclass
@@ -74,7 +75,7 @@ class Converter:
     def name(self) -> str:
         return f"{self.fn.__module__}.{self.fn.__qualname__}"
 
-    @property
+    @functools.cached_property
     def tag(self) -> str:
         """What the operators this rule emitted carry in ``meta["converted_by"]``:
         ``<plug-in file>::<function>`` for a plug-in's rule, the qualified name of a built-in."""
@@ -305,16 +306,24 @@ def ncnn_custom_layer(layer_type: str):
     return wrap
 
 
+@functools.cache
+def _builtin_layer_types() -> frozenset[str]:
+    from ..ncnn.layers import layer_types
+
+    return frozenset(layer_types())
+
+
 def check_ncnn_layer(op) -> None:
     """Refuse (``Unsupported``) an operator an ncnn rule emitted that is neither a built-in ncnn
     layer nor a declared custom layer; mark a custom one (``meta["plugin_layer"]``: its
     :class:`CustomLayer`) so it is written with its params and weights."""
-    from ..ir.vocab import is_ncnn
+    if "." in op.type or "target" in op.meta or op.type in _builtin_layer_types():  # not ncnn / built in
+        return
     from ..ncnn.layers import LayerSpecError, get_spec
     from ..writers.ncnn_check import MARKER_TYPES
     from .context import Unsupported
 
-    if not is_ncnn(op) or op.type in MARKER_TYPES:
+    if op.type in MARKER_TYPES:
         return
     try:
         get_spec(op.type)

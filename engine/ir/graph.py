@@ -505,9 +505,10 @@ class Graph:
         op = Operator(type, name, list(inputs), list(outputs), TrackedDict(params or ()), TrackedDict(attrs or ()),
                       list(input_names or ()), provenance or _NO_PROVENANCE)
         for o in op.outputs:
-            if o.producer is not None:
+            d = o.__dict__
+            if d["producer"] is not None:
                 raise IRError(f"operand {o.name!r} already produced by {o.producer.name!r}")
-            o.producer = op
+            d["producer"] = op  # not a field of the operand's line: no change to count
         for i in op.inputs:
             i.consumers.append(op)
         self._link(op, before=before, after=after)

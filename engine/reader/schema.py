@@ -255,7 +255,15 @@ class TensorMeta:
 
     @property
     def is_static(self) -> bool:
-        return all(isinstance(s, int) for s in (*self.sizes, *self.strides, self.storage_offset))
+        if not isinstance(self.storage_offset, int):
+            return False
+        for s in self.sizes:
+            if not isinstance(s, int):
+                return False
+        for s in self.strides:
+            if not isinstance(s, int):
+                return False
+        return True
 
     @property
     def is_contiguous(self) -> bool:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import os
 from typing import Any, Callable
 
@@ -39,6 +40,10 @@ log = logging.getLogger(__name__)
 MAGIC = 7767517
 _ELEMSIZE = {"f32": 4, "f64": 8, "f16": 2, "bf16": 2, "i64": 8, "i32": 4, "i16": 2, "i8": 1, "u8": 1, "bool": 1,
              "c64": 8, "c128": 16, "c32": 4}
+
+
+#: whitespace as ``str.isspace`` sees it (``re``'s ``\s`` is the same test, over every code point)
+_SPACE = re.compile(r"\s")
 
 
 class _ValueError(ValueError):
@@ -60,7 +65,7 @@ def encode_value(v: Any) -> str:
     if isinstance(v, str):
         if "=" in v or "\n" in v:
             raise _ValueError(f"string {v!r} contains '=' or a newline, which pnnx.param cannot hold")
-        if any(c.isspace() for c in v):
+        if _SPACE.search(v):
             log.warning("pnnx.param: removing whitespace from string value %r", v)
             v = "".join(c for c in v if not c.isspace())
         return v
@@ -77,7 +82,7 @@ def _shape(dims) -> str:
 
 
 def _check_key(op: Operator, key: str) -> None:
-    if not key or key[0] in "@$#" or "=" in key or any(c.isspace() for c in key):
+    if not key or key[0] in "@$#" or "=" in key or _SPACE.search(key):
         raise _ValueError(f"param name {key!r} cannot be written to pnnx.param")
 
 
@@ -106,9 +111,9 @@ def _check_names(graph: Graph) -> list[str]:
     problems = []
     for op in graph.ops:
         for kind, name in [("operator", op.name)] + [("operand", o.name) for o in op.outputs]:
-            if not name or any(c.isspace() for c in name) or "=" in name:
+            if not name or "=" in name or _SPACE.search(name):
                 problems.append(f"{kind} name {name!r} is empty or contains whitespace or '='")
-        if any(c.isspace() for c in op.type) or not op.type:
+        if not op.type or _SPACE.search(op.type):
             problems.append(f"operator {op.name!r} has type {op.type!r}")
     return problems
 

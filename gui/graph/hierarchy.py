@@ -24,7 +24,7 @@ import heapq
 import logging
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
 from typing import Callable, Sequence
 
 from .grouping import ROOT, GroupTree
@@ -99,6 +99,10 @@ class HierarchicalLayout:
         self.options = options or LayoutOptions()
         self._lock = threading.Lock()
         self._cache: dict[int, tuple[tuple, _Inner]] = {}
+        #: layouts by their whole input: a model repeats its blocks (every decoder layer, every
+        #: conv-bn-act), and the same input always gives the same layout
+        self._same: dict[tuple, LayoutResult] = {}
+        self._opt_key: tuple | None = None  #: (options, their values) for those keys
         groups = tree.groups
         n_groups = len(groups)
         self._elem_edges: list[dict[tuple[int, int], int]] = [{} for _ in range(n_groups)]
@@ -175,6 +179,12 @@ class HierarchicalLayout:
         self._cache[gid] = (key, self._inner(gid, exp, cancel))
         return fresh + 1
 
+    def _options_key(self) -> tuple:
+        opt = self.options
+        if self._opt_key is None or self._opt_key[0] is not opt:
+            self._opt_key = (opt, astuple(opt))
+        return self._opt_key[1]
+
     def _inner(self, gid: int, exp: frozenset[int], cancel) -> _Inner:
         nodes = self.graph.nodes
         elems = self._ordered_elements(gid)
@@ -206,7 +216,10 @@ class HierarchicalLayout:
         for (el, u) in self._out_edges[gid]:
             edge_index[("out", el, u)] = len(edges)
             edges.append((index[("el", el)], index[("out", u)]))
-        res = layered_layout(LayoutInput(sizes, edges, sat, pin), self.options, cancel)
+        key = (tuple(sizes), tuple(edges), tuple(sat), tuple(pin), self._options_key())
+        res = self._same.get(key)
+        if res is None:
+            res = self._same[key] = layered_layout(LayoutInput(sizes, edges, sat, pin), self.options, cancel)
         elem_index = {c: index[("el", c)] for c in elems}
         width = max(res.width, PORT_W)
         height = res.height

@@ -258,3 +258,32 @@ def test_a_buffer_read_by_every_layer_runs_down_one_trunk_drawn_once(panel, qtbo
     assert len(scene._pieces) == len(set(scene._pieces))  # nothing drawn twice with one pen
     assert set(scene._pieces) == set(every)  # nothing left out
     assert len(scene._pieces) < len(every) - 100  # the trunk's pieces counted once, not once per route
+
+
+def test_repeated_blocks_are_laid_out_once_and_placed_as_if_each_were_laid_out(monkeypatch):
+    """The hierarchy lays out each distinct group input once (the synthetic model repeats its
+    encoder layers): every node, box and route must land where a layout of every group gives."""
+    from gui.graph import hierarchy
+
+    disp = display_graph(synthetic_graph(1500), "aten")
+    tree = group_tree(disp)
+    sizes = [(60.0 + 7 * (len(n.name) % 5), 30.0) for n in disp.nodes]
+    box_sizes = [(180.0, 40.0)] * len(tree.groups)
+    calls = []
+    real = hierarchy.layered_layout
+    monkeypatch.setattr(hierarchy, "layered_layout", lambda *a, **k: calls.append(1) or real(*a, **k))
+    everything = tree.all_groups()
+    shared = hierarchy.HierarchicalLayout(disp, tree, sizes, box_sizes).place(everything)
+    shared_calls = len(calls)
+
+    class Forgetful(dict):  # no layout is ever found again
+        def get(self, key, default=None):
+            return default
+
+    alone = hierarchy.HierarchicalLayout(disp, tree, sizes, box_sizes)
+    alone._same = Forgetful()
+    calls.clear()
+    each = alone.place(everything)
+    assert len(calls) == len(everything) + 1  # every group and the root
+    assert shared_calls < len(calls) / 2
+    assert shared.nodes == each.nodes and shared.boxes == each.boxes and shared.edges == each.edges

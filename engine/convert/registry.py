@@ -33,6 +33,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
+from ..ir.vocab import is_ncnn
+
 Validator = Callable[..., Any]
 ConverterFn = Callable[..., Any]
 
@@ -317,7 +319,7 @@ def check_ncnn_layer(op) -> None:
     """Refuse (``Unsupported``) an operator an ncnn rule emitted that is neither a built-in ncnn
     layer nor a declared custom layer; mark a custom one (``meta["plugin_layer"]``: its
     :class:`CustomLayer`) so it is written with its params and weights."""
-    if "." in op.type or "target" in op.meta or op.type in _builtin_layer_types():  # not ncnn / built in
+    if not is_ncnn(op) or op.type in _builtin_layer_types():
         return
     from ..ncnn.layers import LayerSpecError, get_spec
     from ..writers.ncnn_check import MARKER_TYPES

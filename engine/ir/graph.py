@@ -400,10 +400,18 @@ class Graph:
     @ops.setter
     def ops(self, ops: Iterable[Operator]) -> None:
         """Replace the order by ``ops`` (the same operators, re-ordered)."""
-        self._next, self._prev, self._head, self._tail = {}, {}, None, None
-        for op in ops:
-            self._link(op)
-        self._changed()
+        self._set_order(list(ops))
+
+    def _set_order(self, order: list[Operator]) -> None:
+        """Make ``order`` (a list this graph keeps) the whole order in one go."""
+        nxt = dict(zip(order, order[1:] + [None]))
+        if len(nxt) != len(order):
+            seen: set[Operator] = set()
+            dup = next(op for op in order if op in seen or seen.add(op))
+            raise IRError(f"operator {dup.name!r} is already in the graph")
+        self._next, self._prev = nxt, dict(zip(order, [None] + order[:-1]))
+        self._head, self._tail = (order[0], order[-1]) if order else (None, None)
+        self._list, self._pos = order, None
 
     def _changed(self) -> None:
         self._list = None
@@ -749,12 +757,7 @@ class Graph:
                 o.__dict__["producer"] = new_op  # a new operand: no change to count
             order.append(new_op)
             g._op_names[op.name] = new_op
-        # the order in one go (what _link does operator by operator)
-        if order:
-            g._next = dict(zip(order, order[1:] + [None]))
-            g._prev = dict(zip(order, [None] + order[:-1]))
-            g._head, g._tail = order[0], order[-1]
-        g._list = order
+        g._set_order(order)
         return g
 
     def to_text(self) -> str:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from engine.errors import PT2FormatError
-from engine.reader.schema import ScalarType, TensorMeta
+from engine.reader.schema import ScalarType, TensorMeta, is_contiguous
 
 log = logging.getLogger(__name__)
 
@@ -134,25 +134,14 @@ def strided_view(buf, st: ScalarType, sizes, strides, offset: int, *, byteorder:
         raise ValueError(f"payload of {nbytes} bytes is not a multiple of the {item}-byte {st.torch_name} element")
     numel = nbytes // item
     need = check_geometry(numel, sizes, strides, offset)
-    if need and strides == _contiguous_strides(sizes):  # the common case, without as_strided's detour
-        count = 1
-        for n in sizes:
-            count *= n
-        arr = np.frombuffer(buf, dtype=dt, count=count, offset=offset * item).reshape(sizes)
+    if need and is_contiguous(sizes, strides):  # the common case, without as_strided's detour
+        arr = np.frombuffer(buf, dtype=dt, count=need - offset, offset=offset * item).reshape(sizes)
         arr.flags.writeable = False
         return arr
     base = np.frombuffer(buf, dtype=dt, count=numel)
     start = base[offset:] if need else base[:0]
     arr = as_strided(start, shape=sizes, strides=tuple(s * item for s in strides), writeable=False)
     return arr
-
-
-def _contiguous_strides(sizes: tuple) -> tuple:
-    """Row-major strides (in elements) of ``sizes``."""
-    out = [1] * len(sizes)
-    for k in range(len(sizes) - 2, -1, -1):
-        out[k] = out[k + 1] * max(sizes[k + 1], 1)
-    return tuple(out)
 
 
 def _zeros(dt, sizes, strides, offset, need):

@@ -20,7 +20,8 @@ from ..ncnn import layers as L
 #: Graph-level markers that are not ncnn layers (skipped when writing).
 MARKER_TYPES = ("Output", "pnnx.Output")
 MAX_NAME_BYTES = 255
-_SPACE = re.compile(r"\s")
+#: whitespace as ``str.isspace`` sees it (``re``'s ``\s`` is the same test on every code point)
+WHITESPACE = re.compile(r"\s")
 MAX_DIMS = 4
 
 
@@ -32,7 +33,7 @@ def ncnn_layers(graph: Graph) -> list[Operator]:
 def _name_problem(kind: str, name: str) -> str | None:
     if not name:
         return f"{kind} has an empty name"
-    if _SPACE.search(name) or not name.isprintable():
+    if WHITESPACE.search(name) or not name.isprintable():
         return f"{kind} name {name!r} contains whitespace or control characters"
     if len(name.encode("utf-8")) > MAX_NAME_BYTES:
         return f"{kind} name {name[:40]!r}... is longer than {MAX_NAME_BYTES} bytes"

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 import os
 from typing import Any, Callable
 
@@ -32,6 +31,7 @@ import numpy as np
 from ..errors import WriteError
 from ..ir import Graph, Operator
 from .atomic import atomic_files
+from .ncnn_check import WHITESPACE
 from .storezip import StoreZipWriter
 from .values import float_to_string
 
@@ -40,10 +40,6 @@ log = logging.getLogger(__name__)
 MAGIC = 7767517
 _ELEMSIZE = {"f32": 4, "f64": 8, "f16": 2, "bf16": 2, "i64": 8, "i32": 4, "i16": 2, "i8": 1, "u8": 1, "bool": 1,
              "c64": 8, "c128": 16, "c32": 4}
-
-
-#: whitespace as ``str.isspace`` sees it (``re``'s ``\s`` is the same test, over every code point)
-_SPACE = re.compile(r"\s")
 
 
 class _ValueError(ValueError):
@@ -65,9 +61,9 @@ def encode_value(v: Any) -> str:
     if isinstance(v, str):
         if "=" in v or "\n" in v:
             raise _ValueError(f"string {v!r} contains '=' or a newline, which pnnx.param cannot hold")
-        if _SPACE.search(v):
+        if WHITESPACE.search(v):
             log.warning("pnnx.param: removing whitespace from string value %r", v)
-            v = "".join(c for c in v if not c.isspace())
+            v = WHITESPACE.sub("", v)
         return v
     if isinstance(v, np.ndarray):
         v = v.tolist()
@@ -82,7 +78,7 @@ def _shape(dims) -> str:
 
 
 def _check_key(op: Operator, key: str) -> None:
-    if not key or key[0] in "@$#" or "=" in key or _SPACE.search(key):
+    if not key or key[0] in "@$#" or "=" in key or WHITESPACE.search(key):
         raise _ValueError(f"param name {key!r} cannot be written to pnnx.param")
 
 
@@ -111,9 +107,9 @@ def _check_names(graph: Graph) -> list[str]:
     problems = []
     for op in graph.ops:
         for kind, name in [("operator", op.name)] + [("operand", o.name) for o in op.outputs]:
-            if not name or "=" in name or _SPACE.search(name):
+            if not name or "=" in name or WHITESPACE.search(name):
                 problems.append(f"{kind} name {name!r} is empty or contains whitespace or '='")
-        if not op.type or _SPACE.search(op.type):
+        if not op.type or WHITESPACE.search(op.type):
             problems.append(f"operator {op.name!r} has type {op.type!r}")
     return problems
 

@@ -102,7 +102,7 @@ class HierarchicalLayout:
         #: layouts by their whole input: a model repeats its blocks (every decoder layer, every
         #: conv-bn-act), and the same input always gives the same layout
         self._same: dict[tuple, LayoutResult] = {}
-        self._opt_key: tuple | None = None  #: (options, their values) for those keys
+        self._options_key = astuple(self.options)  #: the options' part of those keys
         groups = tree.groups
         n_groups = len(groups)
         self._elem_edges: list[dict[tuple[int, int], int]] = [{} for _ in range(n_groups)]
@@ -179,12 +179,6 @@ class HierarchicalLayout:
         self._cache[gid] = (key, self._inner(gid, exp, cancel))
         return fresh + 1
 
-    def _options_key(self) -> tuple:
-        opt = self.options
-        if self._opt_key is None or self._opt_key[0] is not opt:
-            self._opt_key = (opt, astuple(opt))
-        return self._opt_key[1]
-
     def _inner(self, gid: int, exp: frozenset[int], cancel) -> _Inner:
         nodes = self.graph.nodes
         elems = self._ordered_elements(gid)
@@ -216,7 +210,7 @@ class HierarchicalLayout:
         for (el, u) in self._out_edges[gid]:
             edge_index[("out", el, u)] = len(edges)
             edges.append((index[("el", el)], index[("out", u)]))
-        key = (tuple(sizes), tuple(edges), tuple(sat), tuple(pin), self._options_key())
+        key = (tuple(sizes), tuple(edges), tuple(sat), tuple(pin), self._options_key)
         res = self._same.get(key)
         if res is None:
             res = self._same[key] = layered_layout(LayoutInput(sizes, edges, sat, pin), self.options, cancel)

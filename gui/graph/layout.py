@@ -1,4 +1,4 @@
-"""Layered (Sugiyama-style) layout of a directed graph, in Python (numpy for wide layers) — no Qt.
+"""Layered (Sugiyama-style) layout of a directed graph, in pure Python — no Qt.
 
 Input is a :class:`LayoutInput`: node sizes and edges between node indices, nodes given in a
 topological order (the IR keeps operators in one). The result is a :class:`LayoutResult`: node
@@ -351,7 +351,6 @@ class _LayeredGraph:
         self.pos: list[int] = []
         self.x: list[float] = []
         self.chain: dict[int, dict[int, int]] = {}  #: source → {layer: dummy}
-        self._plans: dict[tuple[int, int], _WidePlan] = {}  #: (layer, neighbour side) → plan
 
     def _add(self, layer: int, width: float, dummy: bool) -> int:
         self.layer_of.append(layer)
@@ -502,23 +501,13 @@ class _LayeredGraph:
             nbw = up_w if down else down_w
             moved = False
             for lv in rng:
-                moved |= self._place(lv, offsets[lv], nbw)
+                moved |= self._place_layer(self.layers[lv], offsets[lv], nbw)
             still = 0 if moved else still + 1
             if still == 2:  # a fixed point of both directions: the remaining sweeps change nothing
                 break
         # final balancing pass looking at both sides
         for lv in range(len(self.layers)):
-            self._place(lv, offsets[lv], both_w)
-
-    def _place(self, lv: int, offsets: list[float], nbw: list[list[tuple[int, float]]]) -> bool:
-        nodes = self.layers[lv]
-        if len(nodes) < _WIDE:
-            return self._place_layer(nodes, offsets, nbw)
-        key = (lv, id(nbw))
-        plan = self._plans.get(key)
-        if plan is None:
-            plan = self._plans[key] = _WidePlan(nodes, offsets, nbw)
-        return plan.place(self.x)
+            self._place_layer(self.layers[lv], offsets[lv], both_w)
 
     def _place_layer(self, nodes: list[int], offsets: list[float], nbw: list[list[tuple[int, float]]]) -> bool:
         """Place one layer at the weighted mean of its neighbours, keeping order and spacing:
@@ -548,78 +537,6 @@ class _LayeredGraph:
                 x[v] = nx
                 moved = True
         return moved
-
-
-#: layers at least this wide are placed with numpy (:class:`_WidePlan`)
-_WIDE = 48
-
-
-class _WidePlan:
-    """:meth:`_LayeredGraph._place_layer` for one wide layer and one neighbour side, with
-    numpy: the same sums in the same order (``np.bincount`` adds each node's neighbours in
-    turn), so the same coordinates. Long edges into one node make such layers (a
-    concatenation of many earlier values: every layer in between holds a dummy per edge)."""
-
-    def __init__(self, nodes: list[int], offsets: list[float], nbw: list[list[tuple[int, float]]]) -> None:
-        import numpy as np
-
-        idx: list[int] = []
-        wts: list[float] = []
-        seg: list[int] = []
-        wsum: list[float] = []
-        lone: list[int] = []  # positions of nodes without neighbours on this side
-        for k, v in enumerate(nodes):
-            ns = nbw[v]
-            if ns:
-                total = 0.0
-                for u, w in ns:
-                    idx.append(u)
-                    wts.append(w)
-                    seg.append(k)
-                    total += w
-                wsum.append(total)
-            else:
-                wsum.append(0.05)
-                lone.append(k)
-        self.nodes = nodes
-        self.get_nb = _getter(idx)
-        self.get_self = _getter([nodes[k] for k in lone])
-        self.w = np.asarray(wts, dtype=np.float64)
-        self.seg = np.asarray(seg, dtype=np.intp)
-        self.wsum = np.asarray(wsum, dtype=np.float64)
-        self.weights = wsum
-        self.lone = np.asarray(lone, dtype=np.intp)
-        self.offsets = np.asarray(offsets, dtype=np.float64)
-        self.n = len(nodes)
-
-    def place(self, x: list[float]) -> bool:
-        import numpy as np
-
-        acc = np.bincount(self.seg, weights=self.w * np.asarray(self.get_nb(x), dtype=np.float64),
-                          minlength=self.n)
-        z = acc / self.wsum - self.offsets
-        if len(self.lone):
-            z[self.lone] = np.asarray(self.get_self(x), dtype=np.float64) - self.offsets[self.lone]
-        if not bool(np.all(z[1:] >= z[:-1])):  # order violated: pool adjacent violators
-            z = np.asarray(_isotonic(z.tolist(), self.weights), dtype=np.float64)
-        moved = False
-        for v, nx in zip(self.nodes, (z + self.offsets).tolist()):
-            if nx != x[v]:
-                x[v] = nx
-                moved = True
-        return moved
-
-
-def _getter(idx: list[int]) -> Callable[[list[float]], tuple]:
-    """``lambda x: tuple(x[i] for i in idx)``, at C speed."""
-    if not idx:
-        return lambda _x: ()
-    if len(idx) == 1:
-        i = idx[0]
-        return lambda x: (x[i],)
-    from operator import itemgetter
-
-    return itemgetter(*idx)
 
 
 def _count_inversions(seq: list[int], size: int) -> int:

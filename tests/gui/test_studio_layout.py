@@ -157,34 +157,3 @@ def test_edges_of_one_source_share_its_trunk():
             assert y0 <= y1
             if abs(x1 - x0) > 1.0:  # a bend crosses one gap between layers, never several
                 assert y1 - y0 <= opt.rank_sep + 38.0
-
-
-def _gather(n: int, seed: int = 0) -> LayoutInput:
-    """A C2f-style block: a chain whose every value also feeds one final concatenation, so
-    the layers in between hold a dummy per pending edge (up to ``n`` wide), plus random
-    shortcuts so the placement has order violations to pool."""
-    rnd = random.Random(seed)
-    sizes = [(90.0 + rnd.random() * 40, 34.0) for _ in range(n + 1)]
-    edges = [(k, k + 1) for k in range(n - 1)] + [(k, n) for k in range(n)]
-    edges += [(k, min(n - 1, k + rnd.randint(2, 6))) for k in range(0, n - 2, 3)]
-    for k in range(1, n, 5):  # side outputs: nodes without a neighbour below, amid the dummies
-        sizes.append((60.0, 30.0))
-        edges.append((k, len(sizes) - 1))
-    return LayoutInput(sizes, edges)
-
-
-@pytest.mark.parametrize("seed", [0, 1])
-def test_wide_layers_placed_with_numpy_land_where_the_scalar_placement_puts_them(monkeypatch, seed):
-    """Layers at least _WIDE wide are placed by _WidePlan (numpy); it must give exactly the
-    coordinates the one-node-at-a-time placement gives."""
-    from gui.graph import layout
-
-    inp = _gather(150, seed)
-    calls = []
-    place = layout._WidePlan.place
-    monkeypatch.setattr(layout._WidePlan, "place", lambda self, x: calls.append(self.n) or place(self, x))
-    wide = layered_layout(inp)
-    assert len(calls) > 20 and max(calls) >= 100  # the wide path ran, on layers of 100+
-    monkeypatch.setattr(layout, "_WIDE", 10**9)
-    scalar = layered_layout(inp)
-    assert wide.x == scalar.x and wide.y == scalar.y and wide.routes == scalar.routes

@@ -41,6 +41,27 @@ from .manager import graph_pass
 
 log = logging.getLogger(__name__)
 
+#: tried in order (of definition) on every op as the chain's last op; later ones see earlier results
+PATTERNS: list[Callable[[Match, Operator], Any]] = []
+#: the op types each pattern's chain can end in (its root); an op of another type is not
+#: offered to it (test_recompose_activations checks each pattern refuses every other type)
+ROOTS: dict[Callable, tuple[str, ...]] = {}
+_BY_ROOT: dict[str, list[Callable]] = {}  #: root type → its patterns, in order
+
+_MUL = ("aten.mul.Tensor", "aten.mul.Scalar")
+_DIV = ("aten.div.Tensor", "aten.div.Scalar")
+_WHERE = ("aten.where.self", "aten.where.ScalarSelf", "aten.where.ScalarOther")
+
+
+def _pattern(*roots: str):
+    def register(fn):
+        PATTERNS.append(fn)
+        ROOTS[fn] = roots
+        for t in roots:
+            _BY_ROOT.setdefault(t, []).append(fn)
+        return fn
+    return register
+
 
 def _const_tensor(opd: Operand) -> bool:
     p = opd.producer
@@ -156,17 +177,20 @@ def _tanh_softplus_of(m: Match, y: Operand | None) -> Operand | None:
     return sp.inputs[0]
 
 
+@_pattern(*_MUL)
 def _silu(m: Match, root: Operator):
     x = _times_chain_of(m, root, _sigmoid_of)
     return ("aten.silu.default", [x], {}) if x is not None else None
 
 
+@_pattern(*_MUL, *_DIV)
 def _hardsigmoid(m: Match, root: Operator):
     y = _div6(m, root)
     x = _relu6_plus3(m, y) if y is not None else None
     return ("aten.hardsigmoid.default", [x], {}) if x is not None else None
 
 
+@_pattern(*_MUL, *_DIV)
 def _hardswish(m: Match, root: Operator):
     y = _div6(m, root)
     if y is not None:  # (x * R) / 6
@@ -188,6 +212,7 @@ def _where_parts(m: Match, root: Operator):
     return gt, x, y
 
 
+@_pattern(*_WHERE)
 def _softplus(m: Match, root: Operator):
     parts = _where_parts(m, root)
     if parts is None:
@@ -216,6 +241,7 @@ def _softplus(m: Match, root: Operator):
     return "aten.softplus.default", [x], {"beta": beta, "threshold": t}
 
 
+@_pattern(*_MUL)
 def _mish(m: Match, root: Operator):
     x = _times_chain_of(m, root, _tanh_softplus_of)
     return ("aten.mish.default", [x], {}) if x is not None else None
@@ -225,6 +251,7 @@ def _positive_branch(gt: Operator, x: Operand) -> bool:
     return gt.inputs[0] is x and number(gt, "other") == 0
 
 
+@_pattern(*_WHERE)
 def _celu(m: Match, root: Operator):
     parts = _where_parts(m, root)
     if parts is None or not _positive_branch(parts[0], parts[1]):
@@ -246,6 +273,7 @@ def _celu(m: Match, root: Operator):
     return "aten.celu.default", [x], {"alpha": alpha}
 
 
+@_pattern(*_WHERE)
 def _prelu_or_leaky(m: Match, root: Operator):
     parts = _where_parts(m, root)
     if parts is None or not _positive_branch(parts[0], parts[1]):
@@ -263,6 +291,7 @@ def _prelu_or_leaky(m: Match, root: Operator):
     return None
 
 
+@_pattern("aten.sub.Tensor")
 def _log_sigmoid(m: Match, root: Operator):
     if root.type != "aten.sub.Tensor" or root.params.get("alpha", 1) != 1:
         return None
@@ -288,6 +317,7 @@ def _abs_compared(m: Match, cond: Operand | None, *types: str) -> tuple[Operand,
     return (ab.inputs[0], lambd) if lambd is not None else None
 
 
+@_pattern(*_WHERE)
 def _hardshrink(m: Match, root: Operator):
     if root.type not in ("aten.where.self", "aten.where.ScalarSelf", "aten.where.ScalarOther"):
         return None
@@ -305,6 +335,7 @@ def _hardshrink(m: Match, root: Operator):
     return "aten.hardshrink.default", [kept], {"lambd": found[1]}
 
 
+@_pattern(*_WHERE)
 def _softshrink(m: Match, root: Operator):
     parts = _where_parts(m, root)
     ab = m.take(parts[0].inputs[0], "aten.abs.default") if parts else None
@@ -348,6 +379,7 @@ def _half(m: Match, opd: Operand | None, first: bool) -> tuple[Operand, int] | N
     return (x, dim) if (start, end) == ((0, size // 2) if first else (size // 2, size)) else None
 
 
+@_pattern(*_MUL)
 def _glu(m: Match, root: Operator):
     if root.type != "aten.mul.Tensor":
         return None
@@ -361,6 +393,7 @@ def _glu(m: Match, root: Operator):
     return None
 
 
+@_pattern(*_MUL)
 def _gelu_tanh(m: Match, root: Operator):
     """``0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x**3)))`` (Hugging Face's ``gelu_new``)."""
     if root.type != "aten.mul.Tensor":
@@ -388,27 +421,6 @@ def _gelu_tanh(m: Match, root: Operator):
         return "aten.gelu.default", [x], {"approximate": "tanh"}
     return None
 
-
-#: tried in order on every op (as the chain's last op); later ones see earlier results
-PATTERNS: list[Callable[[Match, Operator], Any]] = [
-    _silu, _hardsigmoid, _hardswish, _softplus, _mish, _celu, _prelu_or_leaky, _log_sigmoid, _hardshrink,
-    _softshrink, _glu, _gelu_tanh,
-]
-
-_MUL = ("aten.mul.Tensor", "aten.mul.Scalar")
-_WHERE = ("aten.where.self", "aten.where.ScalarSelf", "aten.where.ScalarOther")
-#: the op types each pattern's chain can end in (its root); an op of another type is not
-#: offered to it (test_recompose_activations checks each pattern refuses every other type)
-ROOTS: dict[Callable, tuple[str, ...]] = {
-    _silu: _MUL, _hardsigmoid: _MUL + ("aten.div.Tensor", "aten.div.Scalar"),
-    _hardswish: _MUL + ("aten.div.Tensor", "aten.div.Scalar"), _softplus: _WHERE, _mish: _MUL, _celu: _WHERE,
-    _prelu_or_leaky: _WHERE, _log_sigmoid: ("aten.sub.Tensor",), _hardshrink: _WHERE, _softshrink: _WHERE,
-    _glu: _MUL, _gelu_tanh: _MUL,
-}
-_BY_ROOT: dict[str, list[Callable]] = {}
-for _pattern in PATTERNS:
-    for _t in ROOTS[_pattern]:
-        _BY_ROOT.setdefault(_t, []).append(_pattern)
 
 _INPUT_NAMES = {"aten._prelu_kernel.default": ["self", "weight"]}
 

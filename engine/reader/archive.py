@@ -21,6 +21,8 @@ from typing import NamedTuple
 
 from engine.errors import PT2FormatError
 
+from . import verified
+
 log = logging.getLogger(__name__)
 
 #: Most members accepted in one archive (a ViT has ~200, a huge LLM a few thousand).
@@ -133,6 +135,7 @@ class ZipArchive:
         buf, owner = self._buf, self._owner
         self._buf = memoryview(b"")
         self.closed = True
+        verified.forget(self)
         self._inflated.clear()
         try:
             buf.release()
@@ -186,6 +189,7 @@ class ZipArchive:
                 self._inflated[name] = cached
             data = memoryview(cached)
         self._check_crc(m, data)
+        verified.remember(data, m.crc, self)  # a writer storing these bytes again reuses the CRC
         return data
 
     def read(self, name: str, *, limit: int = MAX_INFLATED_BYTES) -> bytes:

@@ -30,6 +30,7 @@ import numpy as np
 
 from ..errors import WriteError
 from ..ir import Graph, Operator
+from ..reader import verified
 from .atomic import atomic_files
 from .ncnn_check import WHITESPACE
 from .storezip import StoreZipWriter
@@ -158,7 +159,7 @@ def write_pnnx(graph: Graph, param_path: str | os.PathLike, bin_path: str | os.P
                     raw = _attr_bytes(op, key)
                 except _ValueError as e:
                     raise WriteError(os.fspath(bin_path), f"operator {op.name!r}: {e}") from None
-                zw.write_member(f"{op.name}.{key}", raw)
+                zw.write_member(f"{op.name}.{key}", raw, crc=verified.crc_of(raw))
             if progress is not None:
                 progress(k + 1, len(graph.ops))
         zw.close()

@@ -42,15 +42,17 @@ class StoreZipWriter:
         self._entries: list[_Entry] = []
         self._names: set[bytes] = set()
 
-    def write_member(self, name: str, data) -> None:
-        """Append member ``name`` holding ``data`` (any C-contiguous bytes-like object)."""
+    def write_member(self, name: str, data, *, crc: int | None = None) -> None:
+        """Append member ``name`` holding ``data`` (any C-contiguous bytes-like object). ``crc``,
+        when given, is the data's CRC-32, already known (it is computed otherwise)."""
         raw_name = name.encode("utf-8")
         if raw_name in self._names:
             raise ValueError(f"zip member {name!r} written twice")
         self._names.add(raw_name)
         mv = memoryview(data).cast("B")
         size = mv.nbytes
-        crc = zlib.crc32(mv) & 0xFFFFFFFF
+        if crc is None:
+            crc = zlib.crc32(mv) & 0xFFFFFFFF
         offset = self._sink.tell()
         self._sink.write(_LFH.pack(0x04034B50, 0, 0, 0, 0, 0, crc, 0xFFFFFFFF, 0xFFFFFFFF,
                                    len(raw_name), _ZIP64_EXTRA_LEN))

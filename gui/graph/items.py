@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt
 from PySide6.QtGui import (QColor, QFontMetricsF, QPainter, QPainterPath, QPainterPathStroker, QPen,
-                           QPolygonF, QStaticText)
+                           QStaticText)
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsPathItem, QStyleOptionGraphicsItem
 
 from .model import INPUT, OUTPUT, PARAM, DisplayEdge, DisplayNode, elide
@@ -334,12 +334,15 @@ class EdgeChunk(QGraphicsPathItem):
 def arrow_heads(routes: Sequence[Sequence[tuple[float, float]]]) -> QPainterPath:
     """One path with a small triangle at the end of every route."""
     path = QPainterPath()
-    for pts in routes:
+    dx, dy = ARROW * 0.7, ARROW * 1.5
+    for pts in routes:  # the elements addPolygon makes, without building a polygon per head
         if len(pts) < 2:
             continue
         x, y = pts[-1]
-        path.addPolygon(QPolygonF([QPointF(x, y), QPointF(x - ARROW * 0.7, y - ARROW * 1.5),
-                                   QPointF(x + ARROW * 0.7, y - ARROW * 1.5), QPointF(x, y)]))
+        path.moveTo(x, y)
+        path.lineTo(x - dx, y - dy)
+        path.lineTo(x + dx, y - dy)
+        path.lineTo(x, y)
     return path
 
 

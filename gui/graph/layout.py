@@ -489,46 +489,68 @@ class _LayeredGraph:
                 shift = (widest - offs[-1]) / 2
                 for v in nodes:
                     x[v] += shift
-        pull = self._pull
-        up_w = [[(u, pull(u, v)) for u in self.up[v]] for v in range(len(x))]
-        down_w = [[(u, pull(u, v)) for u in self.down[v]] for v in range(len(x))]
-        both_w = [a + b for a, b in zip(up_w, down_w)]
+        up, down_nb = self.up, self.down
+        up_plan = [self._plan(nodes, up) for nodes in self.layers]
+        down_plan = [self._plan(nodes, down_nb) for nodes in self.layers]
         still = 0  # sweeps in a row that moved nothing
         for it in range(opt.coord_iterations):
             check()
             down = it % 2 == 0
             rng = range(1, len(self.layers)) if down else range(len(self.layers) - 2, -1, -1)
-            nbw = up_w if down else down_w
+            plans = up_plan if down else down_plan
             moved = False
             for lv in rng:
-                moved |= self._place_layer(self.layers[lv], offsets[lv], nbw)
+                moved |= self._place_layer(self.layers[lv], offsets[lv], plans[lv])
             still = 0 if moved else still + 1
             if still == 2:  # a fixed point of both directions: the remaining sweeps change nothing
                 break
         # final balancing pass looking at both sides
-        for lv in range(len(self.layers)):
-            self._place_layer(self.layers[lv], offsets[lv], both_w)
+        for lv, nodes in enumerate(self.layers):
+            self._place_layer(nodes, offsets[lv], self._plan(nodes, up, down_nb))
 
-    def _place_layer(self, nodes: list[int], offsets: list[float], nbw: list[list[tuple[int, float]]]) -> bool:
+    def _plan(self, nodes: list[int], *sides: list[list[int]]) -> tuple[list, list[float]]:
+        """What placing one layer reads, per node: its single neighbour on ``sides`` (the
+        layer above, below, or both), ``None`` without one, else its (neighbour, pull) pairs;
+        and the total pulls (the isotonic fit's weights, 0.05 for a node without neighbours).
+        Fixed for a layout, so worked out once."""
+        pull = self._pull
+        srcs: list = []
+        weights: list[float] = []
+        first, rest = sides[0], sides[1:]
+        for v in nodes:
+            ns = first[v] if not rest else first[v] + [u for side in rest for u in side[v]]
+            if not ns:
+                srcs.append(None)
+                weights.append(0.05)
+            elif len(ns) == 1:
+                srcs.append(ns[0])
+                weights.append(pull(ns[0], v))
+            else:
+                pairs = tuple((u, pull(u, v)) for u in ns)
+                wsum = 0.0
+                for _u, w in pairs:
+                    wsum += w
+                srcs.append(pairs)
+                weights.append(wsum)
+        return srcs, weights
+
+    def _place_layer(self, nodes: list[int], offsets: list[float], plan: tuple[list, list[float]]) -> bool:
         """Place one layer at the weighted mean of its neighbours, keeping order and spacing:
         least squares under ``x[k+1] - x[k] >= sep`` is isotonic regression of ``target - offset``.
         Returns whether any x changed."""
         x = self.x
+        srcs, weights = plan
         z: list[float] = []
-        weights: list[float] = []
-        for v, off in zip(nodes, offsets):
-            ns = nbw[v]
-            if ns:
-                acc = 0.0
-                wsum = 0.0
-                for u, w in ns:
-                    acc += w * x[u]
-                    wsum += w
-                z.append(acc / wsum - off)
-                weights.append(wsum)
-            else:
+        for v, off, src, wsum in zip(nodes, offsets, srcs, weights):
+            if src is None:
                 z.append(x[v] - off)
-                weights.append(0.05)
+            elif src.__class__ is int:
+                z.append(wsum * x[src] / wsum - off)  # the sum below with one term
+            else:
+                acc = 0.0
+                for u, w in src:
+                    acc += w * x[u]
+                z.append(acc / wsum - off)
         y = z if len(z) == 1 else _isotonic(z, weights)  # one node: nothing to keep apart
         moved = False
         for v, yv, off in zip(nodes, y, offsets):
@@ -561,24 +583,46 @@ def _count_inversions(seq: list[int], size: int) -> int:
 
 
 def _isotonic(z: list[float], w: list[float]) -> list[float]:
-    """Weighted least-squares non-decreasing fit of ``z`` (pool adjacent violators)."""
+    """Weighted least-squares non-decreasing fit of ``z`` (pool adjacent violators).
+
+    Values are pushed one by one onto a stack of blocks, merging while the block below has the
+    larger mean. A stretch that starts at or above the top block's mean and does not decrease
+    merges nothing, so it is pushed in one go: the work is per violation, not per value, and the
+    blocks (and every float) are the ones the one-by-one loop makes."""
+    n = len(z)
+    drops = [k for k, (a, b) in enumerate(zip(z, z[1:])) if a > b]  # z[k] > z[k + 1]
+    if not drops:
+        return z
     means: list[float] = []
     wsums: list[float] = []
     counts: list[int] = []
-    for zi, wi in zip(z, w):
-        means.append(zi)
-        wsums.append(wi)
-        counts.append(1)
-        while len(means) > 1 and means[-2] > means[-1]:
-            m2, w2, c2 = means.pop(), wsums.pop(), counts.pop()
-            m1, w1 = means[-1], wsums[-1]
-            wt = w1 + w2
-            means[-1] = (m1 * w1 + m2 * w2) / wt
-            wsums[-1] = wt
-            counts[-1] += c2
+    i = 0
+    while i < n:
+        if means and z[i] < means[-1]:
+            means.append(z[i])
+            wsums.append(w[i])
+            counts.append(1)
+            while len(means) > 1 and means[-2] > means[-1]:
+                m2, w2, c2 = means.pop(), wsums.pop(), counts.pop()
+                m1, w1 = means[-1], wsums[-1]
+                wt = w1 + w2
+                means[-1] = (m1 * w1 + m2 * w2) / wt
+                wsums[-1] = wt
+                counts[-1] += c2
+            i += 1
+            continue
+        d = bisect.bisect_left(drops, i)
+        end = drops[d] + 1 if d < len(drops) else n  # the stretch z[i:end] does not decrease
+        means.extend(z[i:end])
+        wsums.extend(w[i:end])
+        counts.extend([1] * (end - i))
+        i = end
     out: list[float] = []
     for m, c in zip(means, counts):
-        out.extend([m] * c)
+        if c == 1:
+            out.append(m)
+        else:
+            out.extend([m] * c)
     return out
 
 

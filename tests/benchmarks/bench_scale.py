@@ -141,6 +141,8 @@ def child_torch_load(a: dict) -> dict:
 
 def child_studio(a: dict) -> dict:
     """Open + convert in a real main window; first paints and expand all (wall)."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as pt2ncnn-studio's entry sets it
+    assert "numpy" not in sys.modules, "numpy would have started its threads already"
     import gui  # noqa: F401  (the binding work-around first)
     from PySide6.QtCore import QEventLoop, QTimer
     from PySide6.QtWidgets import QApplication

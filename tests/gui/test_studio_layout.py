@@ -157,3 +157,37 @@ def test_edges_of_one_source_share_its_trunk():
             assert y0 <= y1
             if abs(x1 - x0) > 1.0:  # a bend crosses one gap between layers, never several
                 assert y1 - y0 <= opt.rank_sep + 38.0
+
+
+def _pav_one_by_one(z: list[float], w: list[float]) -> list[float]:
+    """Pool adjacent violators the textbook way: push every value, merge while the block
+    below has the larger mean."""
+    blocks: list[list] = []  # [mean, weight, count]
+    for zi, wi in zip(z, w):
+        blocks.append([zi, wi, 1])
+        while len(blocks) > 1 and blocks[-2][0] > blocks[-1][0]:
+            m2, w2, c2 = blocks.pop()
+            m1, w1, c1 = blocks[-1]
+            blocks[-1] = [(m1 * w1 + m2 * w2) / (w1 + w2), w1 + w2, c1 + c2]
+    return [m for m, _w, c in blocks for _ in range(c)]
+
+
+def test_isotonic_fit_equals_the_one_by_one_fit_bit_for_bit():
+    """The fit pushes non-decreasing stretches whole; every float must still be the one the
+    textbook loop computes (sorted, nearly sorted, tied and random layers)."""
+    from gui.graph.layout import _isotonic
+
+    rnd = random.Random(7)
+    for _ in range(5000):
+        n = rnd.randint(1, 60)
+        kind = rnd.randrange(3)
+        if kind == 0:
+            z = [rnd.uniform(-50, 50) for _ in range(n)]
+        elif kind == 1:
+            z = sorted(rnd.uniform(-50, 50) for _ in range(n))
+            for _ in range(rnd.randint(0, 4)):
+                z[rnd.randrange(n)] += rnd.uniform(-30, 30)
+        else:
+            z = [float(rnd.randint(0, 5)) for _ in range(n)]
+        w = [rnd.choice([0.05, 0.5, 1.0, 4.0, 8.0, rnd.uniform(0.1, 9.0)]) for _ in range(n)]
+        assert _isotonic(z, w) == _pav_one_by_one(z, w), (z, w)

@@ -88,6 +88,7 @@ class ZipArchive:
         self.closed = False
         self._verified: set[str] = set()
         self._inflated: dict[str, bytes] = {}
+        self._address: int | None = None  #: where the buffer starts in memory, once known
         self.members: list[MemberInfo] = []
         self._by_name: dict[str, MemberInfo] = {}
         self._parse()
@@ -182,14 +183,19 @@ class ZipArchive:
         self._check_open()
         if m.method == STORED:
             data = self._buf[m.offset:m.offset + m.size]
+            if self._address is None:
+                self._address = verified.address_of(self._buf)
+            address = self._address + m.offset if self._address is not None else None
         else:
             cached = self._inflated.get(name)
             if cached is None:
                 cached = self._inflate(m, limit)
                 self._inflated[name] = cached
             data = memoryview(cached)
+            address = verified.address_of(data)
         self._check_crc(m, data)
-        verified.remember(data, m.crc, self)  # a writer storing these bytes again reuses the CRC
+        if address is not None:  # a writer storing these bytes again takes the checked CRC
+            verified.remember(address, m.size, m.crc, self)
         return data
 
     def read(self, name: str, *, limit: int = MAX_INFLATED_BYTES) -> bytes:

@@ -27,11 +27,11 @@ def address_of(buf) -> int | None:
     return a.__array_interface__["data"][0]
 
 
-def remember(buf, crc: int, archive) -> None:
-    """Record that ``buf`` (a whole member's bytes inside ``archive``'s buffers) has CRC ``crc``."""
-    addr = address_of(buf)
-    if addr is not None:
-        _SPANS[addr] = (memoryview(buf).nbytes, crc, weakref.ref(archive))
+def remember(address: int, size: int, crc: int, archive) -> None:
+    """Record that the ``size`` bytes at ``address`` (a whole member's bytes inside
+    ``archive``'s buffers) have CRC ``crc``."""
+    if size:
+        _SPANS[address] = (size, crc, weakref.ref(archive))
 
 
 def forget(archive) -> None:

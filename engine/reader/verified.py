@@ -36,8 +36,10 @@ def remember(address: int, size: int, crc: int, archive) -> None:
 
 def forget(archive) -> None:
     """Drop every span of ``archive`` (it is being closed)."""
-    for addr in [k for k, (_n, _c, ref) in _SPANS.items() if ref() is archive or ref() is None]:
-        del _SPANS[addr]
+    spans = list(_SPANS.items())  # one step under the GIL: another thread may be reading a package
+    for addr, (_n, _c, ref) in spans:
+        if ref() is archive or ref() is None:
+            _SPANS.pop(addr, None)
 
 
 def crc_of(array) -> int | None:

@@ -60,6 +60,10 @@ class LayoutInput:
 
 
 PIN_TOP, PIN_BOTTOM = 1, 2
+#: coordinate sweeps run on numpy arrays for a layered graph with at least this many nodes
+#: (dummies included) and this many per layer on average; the result is the same either way
+NUMPY_MIN_NODES = 4096
+NUMPY_MIN_WIDTH = 24
 
 
 @dataclass
@@ -490,8 +494,17 @@ class _LayeredGraph:
                 for v in nodes:
                     x[v] += shift
         up, down_nb = self.up, self.down
-        up_plan = [self._plan(nodes, up) for nodes in self.layers]
-        down_plan = [self._plan(nodes, down_nb) for nodes in self.layers]
+        wide = len(x) >= NUMPY_MIN_NODES and len(x) >= NUMPY_MIN_WIDTH * len(self.layers)
+        place = self._place_layer
+        plan = self._plan
+        if wide:  # the same arithmetic on arrays, a layer at a time
+            from .layout_arrays import ArrayPlacement
+
+            arrays = ArrayPlacement(self)
+            offsets = arrays.offsets(offsets)
+            place, plan = arrays.place_layer, arrays.plan
+        up_plan = [plan(nodes, up) for nodes in self.layers]
+        down_plan = [plan(nodes, down_nb) for nodes in self.layers]
         still = 0  # sweeps in a row that moved nothing
         for it in range(opt.coord_iterations):
             check()
@@ -500,13 +513,15 @@ class _LayeredGraph:
             plans = up_plan if down else down_plan
             moved = False
             for lv in rng:
-                moved |= self._place_layer(self.layers[lv], offsets[lv], plans[lv])
+                moved |= place(self.layers[lv], offsets[lv], plans[lv])
             still = 0 if moved else still + 1
             if still == 2:  # a fixed point of both directions: the remaining sweeps change nothing
                 break
         # final balancing pass looking at both sides
         for lv, nodes in enumerate(self.layers):
-            self._place_layer(nodes, offsets[lv], self._plan(nodes, up, down_nb))
+            place(nodes, offsets[lv], plan(nodes, up, down_nb))
+        if wide:
+            self.x = arrays.x.tolist()
 
     def _plan(self, nodes: list[int], *sides: list[list[int]]) -> tuple[list, list[float]]:
         """What placing one layer reads, per node: its single neighbour on ``sides`` (the

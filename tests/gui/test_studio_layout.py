@@ -191,3 +191,38 @@ def test_isotonic_fit_equals_the_one_by_one_fit_bit_for_bit():
             z = [float(rnd.randint(0, 5)) for _ in range(n)]
         w = [rnd.choice([0.05, 0.5, 1.0, 4.0, 8.0, rnd.uniform(0.1, 9.0)]) for _ in range(n)]
         assert _isotonic(z, w) == _pav_one_by_one(z, w), (z, w)
+
+
+def _wide_dag(rnd: random.Random, n: int) -> LayoutInput:
+    """Random DAG with long edges (many dummies), fan-in and fan-out, leaves and output pins."""
+    from gui.graph.layout import PIN_BOTTOM
+
+    sizes = [(rnd.choice([40, 80, 120]), rnd.choice([30, 40])) for _ in range(n)]
+    edges = []
+    for v in range(1, n):
+        for _ in range(rnd.choice([1, 1, 1, 2, 3])):
+            edges.append((rnd.randrange(max(0, v - rnd.choice([2, 5, 40])), v), v))
+    pins = [0] * n
+    for v in rnd.sample(range(n // 2), n // 10):  # outputs leaving from high up: long edges down
+        sizes.append((6, 0))
+        pins.append(PIN_BOTTOM)
+        edges.append((v, len(sizes) - 1))
+    return LayoutInput(sizes, edges, [False] * len(sizes), pins)
+
+
+def test_coordinate_sweeps_on_arrays_give_the_same_layout_as_on_lists(monkeypatch):
+    """Wide layered graphs sweep coordinates on numpy arrays: every x, y and route point must
+    be the float the list code computes."""
+    from gui.graph import layout as L
+
+    rnd = random.Random(3)
+    for n in (60, 200, 400):
+        inp = _wide_dag(rnd, n)
+        monkeypatch.setattr(L, "NUMPY_MIN_NODES", 10**9)
+        lists = layered_layout(inp)
+        monkeypatch.setattr(L, "NUMPY_MIN_NODES", 0)
+        monkeypatch.setattr(L, "NUMPY_MIN_WIDTH", 0)
+        arrays = layered_layout(inp)
+        assert all(type(v) is float for v in arrays.x)
+        assert (arrays.x, arrays.y, arrays.routes) == (lists.x, lists.y, lists.routes)
+        assert len(set(lists.x)) > len(lists.layers) // 2  # not a degenerate picture

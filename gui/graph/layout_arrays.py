@@ -1,0 +1,113 @@
+"""Coordinate sweeps of the layered layout on numpy arrays, for wide layered graphs.
+
+:class:`ArrayPlacement` places a layer the way ``_LayeredGraph._place_layer`` does, float for
+float: the same products, sums and divisions in the same order, a layer at a time on arrays
+(the isotonic fit of a layer that needs one runs on lists). A long edge's dummy nodes make
+layers of hundreds of nodes with one neighbour each, where the list code spends its time on
+the interpreter. ``tests/gui/test_studio_layout.py`` checks that both give the same layout.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .layout import _isotonic
+
+
+class ArrayPlacement:
+    """The x coordinates of ``lg`` (a ``_LayeredGraph``) as an array, and what placing a layer
+    reads as index arrays."""
+
+    def __init__(self, lg) -> None:
+        self.lg = lg
+        self.x = np.array(lg.x, dtype=np.float64)
+        self._cache: dict = {}
+
+    @staticmethod
+    def offsets(offsets: list[list[float]]) -> list[np.ndarray]:
+        return [np.array(offs, dtype=np.float64) for offs in offsets]
+
+    def plan(self, nodes: list[int], *sides: list[list[int]]):
+        """``_LayeredGraph._plan`` as index arrays: the layer's nodes, the positions and
+        neighbours of its single-neighbour nodes with their pulls, the positions of nodes
+        without neighbours, the nodes with one neighbour above and one below, the rest one by
+        one, and every node's total pull."""
+        arr = np.array(nodes, dtype=np.intp)
+        counts, ones = zip(*(self._side_arrays(side) for side in sides))
+        cnt = sum(c[arr] for c in counts)
+        single = np.flatnonzero(cnt == 1)
+        src = np.full(len(single), -1, dtype=np.intp)
+        for c, one in zip(counts, ones):  # the one side that has the neighbour
+            has = c[arr[single]] == 1
+            src[has] = one[arr[single][has]]
+        w = self._pulls(src, arr[single])
+        alone = np.flatnonzero(cnt == 0)
+        weights = np.full(len(arr), 0.05, dtype=np.float64)
+        weights[single] = w
+        # one neighbour above and one below (a long edge's dummy in the final pass): two terms
+        if len(sides) == 2:
+            two = np.flatnonzero((counts[0][arr] == 1) & (counts[1][arr] == 1))
+            a, b, dst = ones[0][arr[two]], ones[1][arr[two]], arr[two]
+            wa, wb = self._pulls(a, dst), self._pulls(b, dst)
+            weights[two] = wa + wb  # 0.0 + wa + wb, as the sum in _plan
+            both = (two, a, wa, b, wb)
+        else:
+            two = np.empty(0, dtype=np.intp)
+            both = None
+        multi = []
+        rest = np.flatnonzero(cnt > 1)
+        for k in (np.setdiff1d(rest, two, assume_unique=True) if len(two) else rest).tolist():
+            v = nodes[k]
+            pairs = tuple((u, self.lg._pull(u, v)) for side in sides for u in side[v])
+            wsum = 0.0
+            for _u, wu in pairs:
+                wsum += wu
+            weights[k] = wsum
+            multi.append((k, pairs, wsum))
+        return arr, single, src, w, alone, arr[alone], both, multi, weights
+
+    def _pulls(self, src, dst):
+        """``_LayeredGraph._pull`` of every (src, dst) pair of two index arrays."""
+        leaf, dummy = self._kind_arrays()
+        return np.where(leaf[src] | leaf[dst], 0.5,
+                        np.where(dummy[dst], np.where(dummy[src], 4.0, 1.0), np.where(dummy[src], 1.0, 8.0)))
+
+    def _side_arrays(self, side: list[list[int]]):
+        """Per node: how many neighbours it has on ``side`` and, when one, which (else -1)."""
+        key = id(side)
+        got = self._cache.get(key)
+        if got is None:
+            n = len(side)
+            cnt = np.fromiter(map(len, side), dtype=np.intp, count=n)
+            one = np.fromiter((ns[0] if len(ns) == 1 else -1 for ns in side), dtype=np.intp, count=n)
+            got = self._cache[key] = (cnt, one)
+        return got
+
+    def _kind_arrays(self):
+        got = self._cache.get("kind")
+        if got is None:
+            lg = self.lg
+            got = self._cache["kind"] = (np.array(lg.is_leaf, dtype=bool), np.array(lg.is_dummy, dtype=bool))
+        return got
+
+    def place_layer(self, nodes: list[int], offsets, plan) -> bool:
+        """``_LayeredGraph._place_layer`` on arrays, float for float the same."""
+        x = self.x
+        arr, single, src, w, alone, alone_nodes, both, multi, weights = plan
+        z = np.empty(len(arr), dtype=np.float64)
+        z[single] = w * x[src] / w - offsets[single]
+        z[alone] = x[alone_nodes] - offsets[alone]
+        if both is not None:
+            two, a, wa, b, wb = both
+            z[two] = (wa * x[a] + wb * x[b]) / weights[two] - offsets[two]
+        for k, pairs, wsum in multi:
+            acc = 0.0
+            for u, wu in pairs:
+                acc += wu * float(x[u])
+            z[k] = acc / wsum - float(offsets[k])
+        if len(z) > 1 and (z[:-1] > z[1:]).any():
+            z = np.array(_isotonic(z.tolist(), weights.tolist()), dtype=np.float64)
+        new = z + offsets
+        if np.array_equal(new, x[arr]):
+            return False
+        x[arr] = new
+        return True

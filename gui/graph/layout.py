@@ -437,17 +437,28 @@ class _LayeredGraph:
             total += _count_inversions([p[1] for p in pairs], lower_size)
         return total
 
+    def _wide(self) -> bool:
+        """Whether to run the sweeps on numpy arrays (:mod:`.layout_arrays`): many nodes, wide
+        layers. The result is the same either way."""
+        return len(self.pos) >= NUMPY_MIN_NODES and len(self.pos) >= NUMPY_MIN_WIDTH * len(self.layers)
+
     def reduce_crossings(self, iterations: int, check: Callable[[], None]) -> int:
-        best = self.crossings()
+        sweep, crossings = self._sweep, self.crossings
+        if self._wide():
+            from .layout_arrays import ArrayOrdering
+
+            arrays = ArrayOrdering(self)
+            sweep, crossings = arrays.sweep, arrays.crossings
+        best = crossings()
         best_layers = [list(nodes) for nodes in self.layers]
         stale = 0
         for _ in range(iterations):
             if best == 0:
                 break
             check()
-            self._sweep(down=True)
-            self._sweep(down=False)
-            c = self.crossings()
+            sweep(down=True)
+            sweep(down=False)
+            c = crossings()
             if c < best:
                 best, stale = c, 0
                 best_layers = [list(nodes) for nodes in self.layers]
@@ -494,7 +505,7 @@ class _LayeredGraph:
                 for v in nodes:
                     x[v] += shift
         up, down_nb = self.up, self.down
-        wide = len(x) >= NUMPY_MIN_NODES and len(x) >= NUMPY_MIN_WIDTH * len(self.layers)
+        wide = self._wide()
         place = self._place_layer
         plan = self._plan
         if wide:  # the same arithmetic on arrays, a layer at a time

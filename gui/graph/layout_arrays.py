@@ -1,8 +1,11 @@
-"""Coordinate sweeps of the layered layout on numpy arrays, for wide layered graphs.
+"""Ordering and coordinate sweeps of the layered layout on numpy arrays, for wide layered graphs.
 
-:class:`ArrayPlacement` places a layer the way ``_LayeredGraph._place_layer`` does, float for
-float: the same products, sums and divisions in the same order, a layer at a time on arrays
-(the isotonic fit of a layer that needs one runs on lists). A long edge's dummy nodes make
+:class:`ArrayOrdering` sorts a layer by the same barycentre keys as ``_LayeredGraph._sweep``
+and counts crossings as ``_LayeredGraph.crossings`` does (a layer whose edges do not cross is
+recognised on arrays; the others are counted on lists). :class:`ArrayPlacement` places a layer
+the way ``_LayeredGraph._place_layer`` does, float for float: the same products, sums and
+divisions in the same order, a layer at a time on arrays (the isotonic fit of a layer that
+needs one runs on lists). A long edge's dummy nodes make
 layers of hundreds of nodes with one neighbour each, where the list code spends its time on
 the interpreter. ``tests/gui/test_studio_layout.py`` checks that both give the same layout.
 """
@@ -10,7 +13,63 @@ from __future__ import annotations
 
 import numpy as np
 
-from .layout import _isotonic
+from .layout import _count_inversions, _isotonic
+
+
+def side_arrays(side: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """Per node: how many neighbours it has on ``side`` and, when one, which (else -1)."""
+    n = len(side)
+    cnt = np.fromiter(map(len, side), dtype=np.intp, count=n)
+    one = np.fromiter((ns[0] if len(ns) == 1 else -1 for ns in side), dtype=np.intp, count=n)
+    return cnt, one
+
+
+class ArrayOrdering:
+    """The positions of ``lg``'s nodes in their layers as an array; ``lg.layers`` is kept as
+    lists, in step."""
+
+    def __init__(self, lg) -> None:
+        self.lg = lg
+        self.pos = np.array(lg.pos, dtype=np.intp)
+        self._sides = {"up": side_arrays(lg.up), "down": side_arrays(lg.down)}
+        self._edges = []  #: per layer: the (upper, lower) ends of the edges down to the next
+        for nodes in lg.layers[:-1]:
+            eu = [u for u in nodes for _v in lg.down[u]]
+            ev = [v for u in nodes for v in lg.down[u]]
+            self._edges.append((np.array(eu, dtype=np.intp), np.array(ev, dtype=np.intp)))
+
+    def sweep(self, down: bool) -> None:
+        lg, pos = self.lg, self.pos
+        rng = range(1, len(lg.layers)) if down else range(len(lg.layers) - 2, -1, -1)
+        nb = lg.up if down else lg.down
+        cnt, one = self._sides["up" if down else "down"]
+        for lv in rng:
+            nodes = lg.layers[lv]
+            arr = np.array(nodes, dtype=np.intp)
+            c = cnt[arr]
+            own = pos[arr]
+            keys = own.astype(np.float64)
+            single = c == 1
+            keys[single] = pos[one[arr[single]]]
+            for k in np.flatnonzero(c > 1).tolist():
+                ns = nb[nodes[k]]
+                keys[k] = sum(int(pos[u]) for u in ns) / len(ns)
+            order = arr[np.lexsort((own, keys))]  # by key, then by position: sort's tuple order
+            lg.layers[lv] = order.tolist()
+            pos[order] = np.arange(len(order))
+
+    def crossings(self) -> int:
+        total = 0
+        pos, layers = self.pos, self.lg.layers
+        for lv, (eu, ev) in enumerate(self._edges):
+            if len(eu) < 2:
+                continue
+            pu, pv = pos[eu], pos[ev]
+            seq = pv[np.lexsort((pv, pu))]
+            if (seq[:-1] <= seq[1:]).all():
+                continue
+            total += _count_inversions(seq.tolist(), len(layers[lv + 1]))
+        return total
 
 
 class ArrayPlacement:
@@ -72,14 +131,10 @@ class ArrayPlacement:
                         np.where(dummy[dst], np.where(dummy[src], 4.0, 1.0), np.where(dummy[src], 1.0, 8.0)))
 
     def _side_arrays(self, side: list[list[int]]):
-        """Per node: how many neighbours it has on ``side`` and, when one, which (else -1)."""
         key = id(side)
         got = self._cache.get(key)
         if got is None:
-            n = len(side)
-            cnt = np.fromiter(map(len, side), dtype=np.intp, count=n)
-            one = np.fromiter((ns[0] if len(ns) == 1 else -1 for ns in side), dtype=np.intp, count=n)
-            got = self._cache[key] = (cnt, one)
+            got = self._cache[key] = side_arrays(side)
         return got
 
     def _kind_arrays(self):

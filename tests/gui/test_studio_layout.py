@@ -210,9 +210,9 @@ def _wide_dag(rnd: random.Random, n: int) -> LayoutInput:
     return LayoutInput(sizes, edges, [False] * len(sizes), pins)
 
 
-def test_coordinate_sweeps_on_arrays_give_the_same_layout_as_on_lists(monkeypatch):
-    """Wide layered graphs sweep coordinates on numpy arrays: every x, y and route point must
-    be the float the list code computes."""
+def test_sweeps_on_arrays_give_the_same_layout_as_on_lists(monkeypatch):
+    """Wide layered graphs run the ordering and coordinate sweeps on numpy arrays: the order,
+    the crossing count and every x, y and route point must be what the list code computes."""
     from gui.graph import layout as L
 
     rnd = random.Random(3)
@@ -225,4 +225,5 @@ def test_coordinate_sweeps_on_arrays_give_the_same_layout_as_on_lists(monkeypatc
         arrays = layered_layout(inp)
         assert all(type(v) is float for v in arrays.x)
         assert (arrays.x, arrays.y, arrays.routes) == (lists.x, lists.y, lists.routes)
+        assert (arrays.order, arrays.crossings) == (lists.order, lists.crossings)
         assert len(set(lists.x)) > len(lists.layers) // 2  # not a degenerate picture

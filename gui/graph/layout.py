@@ -60,8 +60,9 @@ class LayoutInput:
 
 
 PIN_TOP, PIN_BOTTOM = 1, 2
-#: coordinate sweeps run on numpy arrays for a layered graph with at least this many nodes
-#: (dummies included) and this many per layer on average; the result is the same either way
+#: the ordering and coordinate sweeps run on numpy arrays (:mod:`.layout_arrays`) for a layered
+#: graph with at least this many nodes (dummies included) and this many per layer on average;
+#: the result is the same either way
 NUMPY_MIN_NODES = 4096
 NUMPY_MIN_WIDTH = 24
 

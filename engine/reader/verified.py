@@ -21,7 +21,7 @@ def address_of(buf) -> int | None:
     """The address of the first byte of a non-empty buffer (read-only ones too)."""
     import numpy as np
 
-    a = np.frombuffer(buf, dtype=np.uint8) if not isinstance(buf, np.ndarray) else buf
+    a = np.frombuffer(buf, dtype=np.uint8)
     if a.size == 0:
         return None
     return a.__array_interface__["data"][0]

@@ -1,4 +1,4 @@
-"""Layered (Sugiyama-style) layout of a directed graph, in pure Python — no Qt.
+"""Layered (Sugiyama-style) layout of a directed graph, in Python (numpy for wide ones) — no Qt.
 
 Input is a :class:`LayoutInput`: node sizes and edges between node indices, nodes given in a
 topological order (the IR keeps operators in one). The result is a :class:`LayoutResult`: node
@@ -356,6 +356,7 @@ class _LayeredGraph:
         self.pos: list[int] = []
         self.x: list[float] = []
         self.chain: dict[int, dict[int, int]] = {}  #: source → {layer: dummy}
+        self.side_arrays: dict = {}  #: "up"/"down" → neighbour lists as arrays (:mod:`.layout_arrays`)
 
     def _add(self, layer: int, width: float, dummy: bool) -> int:
         self.layer_of.append(layer)
@@ -475,14 +476,8 @@ class _LayeredGraph:
 
     # ---------------------------------------------------------------- coordinates
     def _pull(self, u: int, v: int) -> float:
-        """How strongly neighbour ``u`` pulls ``v`` towards its x: trunks stay straight, then
-        chains of real operators; a leaf (a weight feeding one operator, an output) follows its
-        neighbour but never drags it."""
-        if self.is_leaf[u] or self.is_leaf[v]:
-            return 0.5
-        if self.is_dummy[v]:
-            return 4.0 if self.is_dummy[u] else 1.0
-        return 1.0 if self.is_dummy[u] else 8.0
+        """How strongly neighbour ``u`` pulls ``v`` towards its x (:func:`pull_weight`)."""
+        return pull_weight(self.is_leaf[u] or self.is_leaf[v], self.is_dummy[u], self.is_dummy[v])
 
     def _separation(self, a: int, b: int, opt: LayoutOptions) -> float:
         gap = opt.dummy_sep if (self.is_dummy[a] or self.is_dummy[b]) else opt.node_sep
@@ -505,7 +500,6 @@ class _LayeredGraph:
                 shift = (widest - offs[-1]) / 2
                 for v in nodes:
                     x[v] += shift
-        up, down_nb = self.up, self.down
         wide = self._wide()
         place = self._place_layer
         plan = self._plan
@@ -515,8 +509,8 @@ class _LayeredGraph:
             arrays = ArrayPlacement(self)
             offsets = arrays.offsets(offsets)
             place, plan = arrays.place_layer, arrays.plan
-        up_plan = [plan(nodes, up) for nodes in self.layers]
-        down_plan = [plan(nodes, down_nb) for nodes in self.layers]
+        up_plan = [plan(nodes, "up") for nodes in self.layers]
+        down_plan = [plan(nodes, "down") for nodes in self.layers]
         still = 0  # sweeps in a row that moved nothing
         for it in range(opt.coord_iterations):
             check()
@@ -531,19 +525,19 @@ class _LayeredGraph:
                 break
         # final balancing pass looking at both sides
         for lv, nodes in enumerate(self.layers):
-            place(nodes, offsets[lv], plan(nodes, up, down_nb))
+            place(nodes, offsets[lv], plan(nodes, "up", "down"))
         if wide:
             self.x = arrays.x.tolist()
 
-    def _plan(self, nodes: list[int], *sides: list[list[int]]) -> tuple[list, list[float]]:
-        """What placing one layer reads, per node: its single neighbour on ``sides`` (the
-        layer above, below, or both), ``None`` without one, else its (neighbour, pull) pairs;
+    def _plan(self, nodes: list[int], *sides: str) -> tuple[list, list[float]]:
+        """What placing one layer reads, per node: its single neighbour on ``sides`` ("up",
+        "down" or both), ``None`` without one, else its (neighbour, pull) pairs;
         and the total pulls (the isotonic fit's weights, 0.05 for a node without neighbours).
         Fixed for a layout, so worked out once."""
         pull = self._pull
         srcs: list = []
         weights: list[float] = []
-        first, rest = sides[0], sides[1:]
+        first, rest = getattr(self, sides[0]), [getattr(self, side) for side in sides[1:]]
         for v in nodes:
             ns = first[v] if not rest else first[v] + [u for side in rest for u in side[v]]
             if not ns:
@@ -586,6 +580,18 @@ class _LayeredGraph:
                 x[v] = nx
                 moved = True
         return moved
+
+
+def pull_weight(leaf: bool, dummy_u: bool, dummy_v: bool) -> float:
+    """How strongly neighbour ``u`` pulls ``v`` towards its x, from what they are (``leaf``:
+    either is a real node with a single neighbour): trunks stay straight, then chains of real
+    operators; a leaf (a weight feeding one operator, an output) follows its neighbour but
+    never drags it."""
+    if leaf:
+        return 0.5
+    if dummy_v:
+        return 4.0 if dummy_u else 1.0
+    return 1.0 if dummy_u else 8.0
 
 
 def _count_inversions(seq: list[int], size: int) -> int:

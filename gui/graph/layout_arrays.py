@@ -5,23 +5,29 @@ and counts crossings as ``_LayeredGraph.crossings`` does (a layer whose edges do
 recognised on arrays; the others are counted on lists). :class:`ArrayPlacement` places a layer
 the way ``_LayeredGraph._place_layer`` does, float for float: the same products, sums and
 divisions in the same order, a layer at a time on arrays (the isotonic fit of a layer that
-needs one runs on lists). A long edge's dummy nodes make
-layers of hundreds of nodes with one neighbour each, where the list code spends its time on
-the interpreter. ``tests/gui/test_studio_layout.py`` checks that both give the same layout.
+needs one runs on lists). A long edge's dummy nodes make layers of hundreds of nodes with one
+neighbour each, where the list code spends its time on the interpreter.
+``tests/gui/test_studio_layout.py`` checks that both give the same layout.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .layout import _count_inversions, _isotonic
+from .layout import _count_inversions, _isotonic, pull_weight
 
 
-def side_arrays(side: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
-    """Per node: how many neighbours it has on ``side`` and, when one, which (else -1)."""
-    n = len(side)
-    cnt = np.fromiter(map(len, side), dtype=np.intp, count=n)
-    one = np.fromiter((ns[0] if len(ns) == 1 else -1 for ns in side), dtype=np.intp, count=n)
-    return cnt, one
+def side_arrays(lg, side: str) -> tuple[np.ndarray, np.ndarray]:
+    """Per node of ``lg``: how many neighbours it has on ``side`` ("up" or "down") and, when
+    one, which (else -1). Worked out once per layered graph (ordering and placement share it)."""
+    cache = lg.side_arrays
+    got = cache.get(side)
+    if got is None:
+        nbs = getattr(lg, side)
+        n = len(nbs)
+        cnt = np.fromiter(map(len, nbs), dtype=np.intp, count=n)
+        one = np.fromiter((ns[0] if len(ns) == 1 else -1 for ns in nbs), dtype=np.intp, count=n)
+        got = cache[side] = (cnt, one)
+    return got
 
 
 class ArrayOrdering:
@@ -31,7 +37,6 @@ class ArrayOrdering:
     def __init__(self, lg) -> None:
         self.lg = lg
         self.pos = np.array(lg.pos, dtype=np.intp)
-        self._sides = {"up": side_arrays(lg.up), "down": side_arrays(lg.down)}
         self._edges = []  #: per layer: the (upper, lower) ends of the edges down to the next
         for nodes in lg.layers[:-1]:
             eu = [u for u in nodes for _v in lg.down[u]]
@@ -42,7 +47,7 @@ class ArrayOrdering:
         lg, pos = self.lg, self.pos
         rng = range(1, len(lg.layers)) if down else range(len(lg.layers) - 2, -1, -1)
         nb = lg.up if down else lg.down
-        cnt, one = self._sides["up" if down else "down"]
+        cnt, one = side_arrays(lg, "up" if down else "down")
         for lv in rng:
             nodes = lg.layers[lv]
             arr = np.array(nodes, dtype=np.intp)
@@ -79,19 +84,23 @@ class ArrayPlacement:
     def __init__(self, lg) -> None:
         self.lg = lg
         self.x = np.array(lg.x, dtype=np.float64)
-        self._cache: dict = {}
+        self.leaf = np.array(lg.is_leaf, dtype=bool)
+        self.dummy = np.array(lg.is_dummy, dtype=bool)
+        #: pull_weight of every (leaf, dummy_u, dummy_v), indexed by those three
+        self.pulls = np.array([[[pull_weight(bool(a), bool(b), bool(c)) for c in (0, 1)] for b in (0, 1)]
+                               for a in (0, 1)])
 
     @staticmethod
     def offsets(offsets: list[list[float]]) -> list[np.ndarray]:
         return [np.array(offs, dtype=np.float64) for offs in offsets]
 
-    def plan(self, nodes: list[int], *sides: list[list[int]]):
+    def plan(self, nodes: list[int], *sides: str):
         """``_LayeredGraph._plan`` as index arrays: the layer's nodes, the positions and
         neighbours of its single-neighbour nodes with their pulls, the positions of nodes
         without neighbours, the nodes with one neighbour above and one below, the rest one by
         one, and every node's total pull."""
         arr = np.array(nodes, dtype=np.intp)
-        counts, ones = zip(*(self._side_arrays(side) for side in sides))
+        counts, ones = zip(*(side_arrays(self.lg, side) for side in sides))
         cnt = sum(c[arr] for c in counts)
         single = np.flatnonzero(cnt == 1)
         src = np.full(len(single), -1, dtype=np.intp)
@@ -116,7 +125,7 @@ class ArrayPlacement:
         rest = np.flatnonzero(cnt > 1)
         for k in (np.setdiff1d(rest, two, assume_unique=True) if len(two) else rest).tolist():
             v = nodes[k]
-            pairs = tuple((u, self.lg._pull(u, v)) for side in sides for u in side[v])
+            pairs = tuple((u, self.lg._pull(u, v)) for side in sides for u in getattr(self.lg, side)[v])
             wsum = 0.0
             for _u, wu in pairs:
                 wsum += wu
@@ -126,23 +135,8 @@ class ArrayPlacement:
 
     def _pulls(self, src, dst):
         """``_LayeredGraph._pull`` of every (src, dst) pair of two index arrays."""
-        leaf, dummy = self._kind_arrays()
-        return np.where(leaf[src] | leaf[dst], 0.5,
-                        np.where(dummy[dst], np.where(dummy[src], 4.0, 1.0), np.where(dummy[src], 1.0, 8.0)))
-
-    def _side_arrays(self, side: list[list[int]]):
-        key = id(side)
-        got = self._cache.get(key)
-        if got is None:
-            got = self._cache[key] = side_arrays(side)
-        return got
-
-    def _kind_arrays(self):
-        got = self._cache.get("kind")
-        if got is None:
-            lg = self.lg
-            got = self._cache["kind"] = (np.array(lg.is_leaf, dtype=bool), np.array(lg.is_dummy, dtype=bool))
-        return got
+        return self.pulls[(self.leaf[src] | self.leaf[dst]).astype(np.intp), self.dummy[src].astype(np.intp),
+                          self.dummy[dst].astype(np.intp)]
 
     def place_layer(self, nodes: list[int], offsets, plan) -> bool:
         """``_LayeredGraph._place_layer`` on arrays, float for float the same."""

@@ -1,4 +1,4 @@
-"""The layered layout (pure Python): placement invariants, satellites, cancellation, speed."""
+"""The layered layout (lists, and numpy arrays for wide graphs): placement invariants, satellites, cancellation, speed."""
 from __future__ import annotations
 
 import random

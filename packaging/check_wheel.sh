@@ -51,7 +51,7 @@ step "wheel contents"
 "$PY" - "$WHEEL" "$SDIST" <<'EOF'
 import sys, tarfile, zipfile
 names = set(zipfile.ZipFile(sys.argv[1]).namelist())
-need = ["engine/data/aten_schemas.json.gz", "engine/ncnn/layer_table.py", "engine/cli/main.py",
+need = ["engine/data/aten_schemas.jsonl.gz", "engine/ncnn/layer_table.py", "engine/cli/main.py",
         "gui/app.py", "resources/samples/tiny_cnn.pt2", "resources/samples/tiny_transformer.pt2",
         "resources/icons/pt2ncnn-studio.svg", "resources/icons/pt2ncnn-studio-256.png",
         "resources/styles/studio.qss", "resources/pt2ncnn-studio.desktop"]

@@ -1,14 +1,16 @@
-"""Generate ``engine/data/aten_schemas.json.gz``: the operator schema table the builder uses.
+"""Generate ``engine/data/aten_schemas.jsonl.gz``: the operator schema table the builder uses.
 
 Run once from the repository root with the pinned torch (2.13) and commit the output::
 
     .venv/bin/python tools/gen_aten_schemas.py
 
 It walks torch's operator registry (``torch._C._jit_get_all_schemas()``, after importing the
-modules that register Python-defined namespaces such as ``quantized_decomposed``) and writes,
-per overload key ``namespace.name.overload`` (``default`` for the empty overload name)::
+modules that register Python-defined namespaces such as ``quantized_decomposed``) and writes
+gzip'd lines: first ``{"torch_version": "2.13.0"}``, then one line per overload key
+``namespace.name.overload`` (``default`` for the empty overload name), sorted: the key, a tab,
+and the schema as compact JSON (so a reader decodes only the schemas it looks up)::
 
-    {"args": [{"name": "stride", "type": "SymInt[2]", "default": [1, 1],
+    aten.conv2d.default<TAB>{"args": [{"name": "stride", "type": "SymInt[2]", "default": [1, 1],
                "kwarg_only": true, "alias": "a!", "write": true, "out": true}, ...],
      "returns": [{"name": "", "type": "Tensor", "alias": "a!"}, ...],
      "mutable": true}
@@ -34,7 +36,7 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 ROOT = Path(__file__).resolve().parent.parent
-OUT = ROOT / "engine" / "data" / "aten_schemas.json.gz"
+OUT = ROOT / "engine" / "data" / "aten_schemas.jsonl.gz"
 
 #: c10 enum numbering as printed in ``str(FunctionSchema)`` (not the serde numbering).
 C10_SCALAR_TYPES = ["uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64",
@@ -186,12 +188,19 @@ def collect() -> dict:
     return {"torch_version": torch.__version__.split("+")[0], "schemas": dict(sorted(table.items()))}
 
 
+def encode(table: dict) -> bytes:
+    """The uncompressed file: the header line, then ``key<TAB>schema`` lines."""
+    lines = [json.dumps({"torch_version": table["torch_version"]}, separators=(",", ":"))]
+    lines += [f"{key}\t{json.dumps(raw, separators=(',', ':'))}" for key, raw in table["schemas"].items()]
+    return ("\n".join(lines) + "\n").encode()
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("-o", "--output", type=Path, default=OUT)
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    data = json.dumps(collect(), separators=(",", ":"), sort_keys=False).encode()
+    data = encode(collect())
     args.output.parent.mkdir(parents=True, exist_ok=True)
     # mtime=0: the same registry always gives byte-identical output.
     with open(args.output, "wb") as f, gzip.GzipFile(fileobj=f, mode="wb", mtime=0, filename="") as gz:

@@ -1,8 +1,9 @@
-"""The ATen operator schema table, read from ``engine/data/aten_schemas.json.gz`` without torch.
+"""The ATen operator schema table, read from ``engine/data/aten_schemas.jsonl.gz`` without torch.
 
 The table is generated once by ``tools/gen_aten_schemas.py`` from torch's operator registry and
 shipped with the package. Serialized graphs omit arguments left at their default, so the
-builder fills them in from here. The file is read on the first lookup (≈60 KB gzip) and each
+builder fills them in from here. The file is read on the first lookup (≈60 KB gzip, one
+``key<TAB>json`` line per overload); only the lines looked up are decoded from JSON, and each
 :class:`OpSchema` is made on first use::
 
     >>> from engine.build import schemas
@@ -27,7 +28,7 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-TABLE_PATH = Path(__file__).resolve().parent.parent / "data" / "aten_schemas.json.gz"
+TABLE_PATH = Path(__file__).resolve().parent.parent / "data" / "aten_schemas.jsonl.gz"
 
 
 @dataclass(frozen=True)
@@ -102,11 +103,14 @@ class OpSchema:
 
 
 @functools.lru_cache(maxsize=1)
-def _table() -> dict[str, Any]:
+def _table() -> tuple[dict[str, Any], dict[str, str]]:
+    """The header and every overload's still-encoded JSON text, by key."""
     with gzip.open(TABLE_PATH, "rb") as f:
-        data = json.load(f)
-    log.debug("loaded %d operator schemas (torch %s)", len(data["schemas"]), data.get("torch_version"))
-    return data
+        head, *lines = f.read().decode().splitlines()
+    raw = dict(line.split("\t", 1) for line in lines)
+    header = json.loads(head)
+    log.debug("loaded %d operator schemas (torch %s)", len(raw), header.get("torch_version"))
+    return header, raw
 
 
 def _make(key: str, raw: dict) -> OpSchema:
@@ -122,15 +126,15 @@ def _make(key: str, raw: dict) -> OpSchema:
 def get(key: str) -> OpSchema | None:
     """The schema of overload ``key`` (``aten.add.Tensor``), or None when the table has none
     (custom ops, ``_operator.*``, higher-order ops)."""
-    raw = _table()["schemas"].get(key)
-    return None if raw is None else _make(key, raw)
+    text = _table()[1].get(key)
+    return None if text is None else _make(key, json.loads(text))
 
 
 def keys() -> list[str]:
     """Every overload key in the table, sorted."""
-    return list(_table()["schemas"])
+    return list(_table()[1])
 
 
 def torch_version() -> str:
     """The torch version the table was generated from."""
-    return _table()["torch_version"]
+    return _table()[0]["torch_version"]

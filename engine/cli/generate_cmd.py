@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import tempfile
 
 NAME = "generate"
 HELP = "greedy text generation with a decoder package (prefill + decode programs) in ncnn"
@@ -49,6 +48,8 @@ def run(args) -> int:
     prompt = _prompt(args.prompt_ids)
     if args.max_new_tokens < 1:
         raise UsageError("--max-new-tokens must be at least 1")
+    import tempfile
+
     with tempfile.TemporaryDirectory(prefix="pt2ncnn-generate-") as tmp:
         converted = convert_decoder(args.model, args.output_dir or tmp, fp16=args.fp16)
         vocab = converted.manifest.vocab_size

@@ -30,7 +30,6 @@ import contextvars
 import errno
 import logging
 import os
-import secrets
 from pathlib import Path
 from typing import BinaryIO, Iterator, Sequence
 
@@ -123,7 +122,7 @@ def _open_temp(target: Path, mode: int) -> TempFile:
         raise WriteError(os.fspath(target), "the folder does not exist" if not folder.exists()
                          else "a part of the path is not a folder")
     for _ in range(100):
-        tmp = folder / f".{target.name}.{secrets.token_hex(4)}.tmp"
+        tmp = folder / f".{target.name}.{os.urandom(4).hex()}.tmp"
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), mode)
             break
@@ -173,7 +172,7 @@ def _commit(files: list[TempFile]) -> None:
         for f in files:
             backup = None
             if f.target.exists():
-                backup = f.target.parent / f".{f.target.name}.{secrets.token_hex(4)}.bak"
+                backup = f.target.parent / f".{f.target.name}.{os.urandom(4).hex()}.bak"
                 try:
                     os.link(f.target, backup)
                 except OSError:

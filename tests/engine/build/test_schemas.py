@@ -66,7 +66,7 @@ def test_other_namespaces_and_unknown_keys():
 @pytest.mark.torch
 def test_committed_table_is_what_the_generator_writes(tmp_path):
     pytest.importorskip("torch")
-    out = tmp_path / "table.json.gz"
+    out = tmp_path / "table.jsonl.gz"
     subprocess.run([sys.executable, str(ROOT / "tools" / "gen_aten_schemas.py"), "-o", str(out)], check=True,
                    cwd=ROOT, capture_output=True)
     assert out.read_bytes() == schemas.TABLE_PATH.read_bytes()

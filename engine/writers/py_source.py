@@ -39,9 +39,14 @@ MODULE_ATTRIBUTES = frozenset(
     "zero_grad T_destination".split())
 
 
+_NON_WORD = re.compile(r"\W", re.ASCII)
+
+
 def sanitize(name: str) -> str:
     """``name`` with every character that cannot be in an identifier replaced by ``_``."""
-    s = re.sub(r"\W", "_", str(name), flags=re.ASCII) or "_"
+    s = str(name)
+    if not (s.isascii() and s.isidentifier()):  # most names already are identifiers
+        s = _NON_WORD.sub("_", s) or "_"
     return "_" + s if s[0].isdigit() else s
 
 

@@ -55,6 +55,7 @@ def export_image(scene: GraphScene, path: str | os.PathLike, title: str = "") ->
     tmp = final.with_name(f".{final.name}.part")
     detail = scene.detail
     scene.set_detail(True)  # the items themselves, not the overview a far zoom shows
+    scene.materialize()  # every node's item, not only those a view has shown
     # an empty path (no selection to emphasise) would be an invalid ``d=""`` in the SVG
     empty = [it for it in scene.items() if isinstance(it, QGraphicsPathItem) and it.isVisible() and it.path().isEmpty()]
     for it in empty:

@@ -7,7 +7,9 @@ in a worker) into items: one :class:`~gui.graph.items.NodeItem` per visible node
 :class:`~gui.graph.items.EdgeRef` per visible connection, the connections drawn in spatial chunks
 (:class:`~gui.graph.items.EdgeChunk`, one path each). Node and group items are made the
 first time they are shown and kept while the graph stays the same, so expanding a group creates
-only what it reveals.
+only what it reveals. A node item is made when a view is about to paint the area it is placed in
+(:meth:`GraphScene.materialize`) or when something asks for it (``scene.nodes[i]``): expanding
+every group of a 20,000-node graph makes the few hundred items on screen, not 20,000.
 
 It keeps the per-name state the rest of the window drives — selection (emitted as
 ``nodeSelectionChanged`` when the user changes it), provenance links to the other view, search
@@ -101,6 +103,10 @@ class GraphScene(QGraphicsScene):
         self.preds: list[list[int]] = []
         self.succs: list[list[int]] = []
         self._node_items: dict[int, NodeItem] = {}
+        #: placed nodes without an item yet (made when a view paints near them), their positions
+        self._pending: dict[int, tuple[float, float]] = {}
+        self._pending_ids = np.zeros(0, dtype=np.int64)
+        self._pending_rects = np.zeros((0, 4))
         self._group_items: dict[int, GroupItem] = {}
         self._edges_of: dict[int, list[int]] = {}
         self._codes = np.zeros(0, dtype=np.int64)
@@ -135,7 +141,7 @@ class GraphScene(QGraphicsScene):
             self.clear()
             self._overviews, self._overlay, self._frames = [], None, None
             self._edge_chunks, self._emphasis = [], None
-            self._node_items, self._group_items = {}, {}
+            self._node_items, self._group_items, self._pending = {}, {}, {}
             self._linked, self._hits, self._marks, self._emphasized, self._selected = set(), set(), {}, [], set()
             self._tints, self._flagged = {}, set()
             self.preds, self.succs = graph.neighbours()
@@ -160,6 +166,9 @@ class GraphScene(QGraphicsScene):
     def _node_item(self, i: int) -> NodeItem:
         it = self._node_items.get(i)
         if it is None:
+            if i in self._pending:
+                self._put(i, *self._pending.pop(i))
+                return self._node_items[i]
             it = NodeItem(i, self.graph.nodes[i], self.sizes[i], self.theme)  # type: ignore[union-attr]
             it.setZValue(Z_NODE)
             it.setVisible(False)
@@ -171,16 +180,56 @@ class GraphScene(QGraphicsScene):
         return it
 
     def _place_nodes(self, p: Placement) -> None:
+        """Move the nodes' items to ``p``; a node without an item yet waits in ``_pending`` until
+        :meth:`materialize` (a view about to paint its area) or ``nodes[i]`` makes it."""
         for i, it in self._node_items.items():
             if i not in p.nodes and it.isVisible():
                 it.setVisible(False)
+        items = self._node_items
+        self._pending = {i: xy for i, xy in p.nodes.items() if i not in items}
         for i, (x, y) in p.nodes.items():
-            it = self._node_item(i)
-            if it.scene() is not self:
-                self.addItem(it)
-            it.setPos(x, y)
-            if it.isVisible() != self._detail:
-                it.setVisible(self._detail)
+            if i in items:
+                self._put(i, x, y)
+        ids = list(self._pending)
+        self._pending_ids = np.asarray(ids, dtype=np.int64)
+        if ids:
+            xy = np.asarray([self._pending[i] for i in ids], dtype=float)
+            wh = np.asarray([self.sizes[i] for i in ids], dtype=float) / 2
+            self._pending_rects = np.hstack([xy - wh, xy + wh])
+        else:
+            self._pending_rects = np.zeros((0, 4))
+
+    def _put(self, i: int, x: float, y: float) -> None:
+        it = self._node_item(i)
+        if it.scene() is not self:
+            self.addItem(it)
+        it.setPos(x, y)
+        if it.isVisible() != self._detail:
+            it.setVisible(self._detail)
+
+    def materialize(self, rect: QRectF | None = None) -> int:
+        """Make the items of the placed nodes that overlap ``rect`` (scene coordinates; None:
+        every placed node) and have none yet; returns how many were made. Views call it before
+        they paint, so an item exists wherever it can be seen."""
+        if not self._pending:
+            return 0
+        ids, r = self._pending_ids, self._pending_rects
+        if rect is not None:
+            inside = ((r[:, 0] <= rect.right()) & (r[:, 2] >= rect.left())
+                      & (r[:, 1] <= rect.bottom()) & (r[:, 3] >= rect.top()))
+            ids = ids[inside]
+        made = 0
+        for i in ids.tolist():
+            xy = self._pending.pop(i, None)
+            if xy is not None:  # not made since by ``nodes[i]``
+                self._put(i, *xy)
+                made += 1
+        if rect is None or not self._pending:
+            self._pending_ids, self._pending_rects = np.zeros(0, dtype=np.int64), np.zeros((0, 4))
+        elif made:
+            keep = ~np.isin(self._pending_ids, ids)
+            self._pending_ids, self._pending_rects = self._pending_ids[keep], self._pending_rects[keep]
+        return made
 
     def _place_groups(self, p: Placement) -> None:
         self.groups = {}
@@ -330,6 +379,7 @@ class GraphScene(QGraphicsScene):
         self.graph, self.tree, self.layout = None, None, None
         self.edges, self.sizes = [], []
         self.groups, self._node_items, self._group_items, self._edges_of = {}, {}, {}, {}
+        self._pending, self._pending_ids, self._pending_rects = {}, np.zeros(0, dtype=np.int64), np.zeros((0, 4))
         self._overviews, self._overlay, self._frames = [], None, None
         self._emphasis = None
         self._edge_chunks = []
@@ -511,8 +561,10 @@ class GraphScene(QGraphicsScene):
             self._ensure_overview()
         p = self.layout
         if p is not None:
+            items = self._node_items
             for i in p.nodes:
-                self._node_items[i].setVisible(on)
+                if i in items:
+                    items[i].setVisible(on)
         for it in self.groups.values():
             it.setVisible(on)
         for e in self._edge_chunks:

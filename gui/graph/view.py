@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 from typing import Callable
 
-from PySide6.QtCore import QEvent, QPoint, QPointF, QRectF, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QPoint, QPointF, QRect, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QKeyEvent, QMouseEvent, QPainter, QTransform, QWheelEvent
 from PySide6.QtWidgets import QGraphicsView, QToolTip
 
@@ -298,6 +298,24 @@ class GraphView(QGraphicsView):
                     target = min(row, key=lambda j: abs(pos[j][0] - cx))
         s.select([s.graph.nodes[target].name], emit=True)
         self.focus_indices([target], zoom_in=True)
+
+    def _materialize(self, area: QRect) -> None:
+        """Have the scene make the node items of ``area`` (viewport pixels) and a margin around
+        it, so small scrolls make none (the overview draws far zooms without them)."""
+        s = self.graph_scene
+        if s.detail:
+            r = self.mapToScene(area).boundingRect()
+            m = 0.25 * max(r.width(), r.height())
+            s.materialize(r.adjusted(-m, -m, m, m))
+
+    def paintEvent(self, event) -> None:
+        self._materialize(self.viewport().rect())
+        super().paintEvent(event)
+
+    def render(self, painter: QPainter, target: QRectF = QRectF(), source: QRect = QRect(),
+               mode: Qt.AspectRatioMode = Qt.AspectRatioMode.KeepAspectRatio) -> None:
+        self._materialize(source if not source.isNull() else self.viewport().rect())
+        super().render(painter, target, source, mode)
 
     def viewportEvent(self, event: QEvent) -> bool:
         if event.type() == QEvent.Type.ToolTip and self.tooltip_for is not None:

@@ -75,3 +75,59 @@ def test_selecting_a_node_deep_in_a_collapsed_10k_graph_reveals_it(panel, qtbot,
     assert visible.intersects(panel.scene.nodes[i].sceneBoundingRect())
     # only the groups on the way were opened, not the whole graph
     assert len(panel.scene.layout.nodes) < 1500
+
+
+def _on_screen(view) -> list[int]:
+    """The placed nodes whose boxes overlap what the view shows."""
+    s = view.graph_scene
+    shown = view.mapToScene(view.viewport().rect()).boundingRect()
+    return [i for i, (x, y) in s.layout.nodes.items()
+            if shown.intersects(QRectF(x - s.sizes[i][0] / 2, y - s.sizes[i][1] / 2, *s.sizes[i]))]
+
+
+def _drawn_where_placed(scene, nodes) -> bool:
+    """Every node has its item, in the scene, shown, at its placed position."""
+    p = scene.layout
+    for i in nodes:
+        it = scene._node_items.get(i)
+        if it is None or it.scene() is not scene or not it.isVisible() or (it.pos().x(), it.pos().y()) != p.nodes[i]:
+            return False
+    return True
+
+
+@pytest.mark.slow
+def test_expanding_a_10k_graph_makes_the_items_of_what_is_seen(panel, qtbot, big, tmp_path):
+    """Node items are made where a view paints (or when asked for), not for every placed node;
+    whatever is on screen is drawn at its place, after a scroll too, and an export has them all."""
+    with qtbot.waitSignal(panel.layoutReady, timeout=120_000):
+        panel.show_graph(big)
+    with qtbot.waitSignal(panel.layoutReady, timeout=300_000):
+        panel.expand_all()
+    scene, view = panel.scene, panel.view
+    view.set_zoom(1.0, scene.sceneRect().center())
+    view.grab()  # a real paint
+    seen = _on_screen(view)
+    assert seen and _drawn_where_placed(scene, seen)
+    assert len(scene._node_items) < len(scene.layout.nodes) / 4  # not 10k items for a screenful
+    # scroll to the far end: the next paint makes the items there
+    last = max(scene.layout.nodes, key=lambda i: scene.layout.nodes[i][1])
+    view.centerOn(*scene.layout.nodes[last])
+    assert not _drawn_where_placed(scene, [last])
+    assert _painted(_render(view))  # render() makes them too, like a paint
+    seen = _on_screen(view)
+    assert last in seen and _drawn_where_placed(scene, seen)
+    # asking for an item not made yet gives it, placed
+    waiting = next(iter(scene._pending))
+    assert scene.nodes[waiting].scene() is scene and _drawn_where_placed(scene, [waiting])
+    # re-placing (collapse one group, expand it again) keeps made items in step with the layout
+    gid = next(panel.tree.ancestors(i)[0] for i in seen if panel.tree.ancestors(i))
+    with qtbot.waitSignal(panel.layoutReady, timeout=120_000):
+        panel.toggle_group(gid)
+    with qtbot.waitSignal(panel.layoutReady, timeout=120_000):
+        panel.toggle_group(gid)
+    made = [i for i in scene._node_items if i in scene.layout.nodes and i not in scene._pending]
+    assert _drawn_where_placed(scene, made)
+    # an exported picture draws every node: the export makes all their items
+    from gui.graph.export_image import export_image
+    export_image(scene, tmp_path / "big.png")
+    assert not scene._pending and _drawn_where_placed(scene, list(scene.layout.nodes))

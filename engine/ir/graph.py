@@ -127,6 +127,13 @@ class Attribute:
         return f"Attribute({self.shape}, {self.dtype})"
 
 
+#: Ticks once for every counted change of any operator, operand or :class:`TrackedDict`, in
+#: any graph (``next()`` of a counter is atomic under the GIL). A pass snapshot draws a tick
+#: too: when the next snapshot of the same graph draws the very next one, nothing at all
+#: changed in between and the last snapshot is the graph's snapshot again.
+change_tick = itertools.count().__next__
+
+
 class TrackedDict(dict):
     """A dict that counts its changes in :attr:`version` (reads cost what a dict's cost).
     Operators made by a :class:`Graph` hold their ``params`` and ``attrs`` in one, so a pass
@@ -141,35 +148,43 @@ class TrackedDict(dict):
     def __setitem__(self, key, value) -> None:
         dict.__setitem__(self, key, value)
         self.version += 1
+        change_tick()
 
     def __delitem__(self, key) -> None:
         dict.__delitem__(self, key)
         self.version += 1
+        change_tick()
 
     def __ior__(self, other):
         dict.update(self, other)
         self.version += 1
+        change_tick()
         return self
 
     def pop(self, *args):
         self.version += 1
+        change_tick()
         return dict.pop(self, *args)
 
     def popitem(self):
         self.version += 1
+        change_tick()
         return dict.popitem(self)
 
     def setdefault(self, key, default=None):
         self.version += 1
+        change_tick()
         return dict.setdefault(self, key, default)
 
     def update(self, *args, **kwargs) -> None:
         dict.update(self, *args, **kwargs)
         self.version += 1
+        change_tick()
 
     def clear(self) -> None:
         dict.clear(self)
         self.version += 1
+        change_tick()
 
     def __reduce__(self):
         return (TrackedDict, (dict(self),))
@@ -185,6 +200,7 @@ def touch(op: "Operator") -> None:
     """Count a change of ``op`` made in place (its ``inputs`` list, a nested value): what
     :class:`Graph` methods do after changing an operator's lists."""
     op.__dict__["_v"] += 1
+    change_tick()
 
 
 @dataclass(eq=False, init=False)
@@ -217,6 +233,7 @@ class Operand:
         d = self.__dict__
         d[key] = value
         if key in _OPERAND_LINE_FIELDS:
+            change_tick()
             producer = d["producer"]
             if producer is not None:
                 producer.__dict__["_v"] += 1
@@ -274,6 +291,7 @@ class Operator:
         d[key] = value
         if key in _LINE_FIELDS:
             d["_v"] += 1
+            change_tick()
 
     def input(self, i: int = 0) -> Operand:
         return self.inputs[i]

@@ -7,7 +7,10 @@ successive snapshots share every unchanged operator and taking one costs a walk 
 order plus formatting the operators that changed. Whether an operator changed is read from
 its change counts (see :class:`engine.ir.graph.Operator`): its own count, and the
 :class:`~engine.ir.graph.TrackedDict` versions of its ``params`` and ``attrs``; an operator
-whose dicts are plain ones (assigned by a pass) is formatted every time.
+whose dicts are plain ones (assigned by a pass) is formatted every time. When nothing at all
+changed since the graph's last snapshot — the same order list, the same header, no operator
+with plain dicts, and no counted change anywhere (:data:`engine.ir.graph.change_tick`) — that
+snapshot is returned again without a walk: most passes change nothing on most models.
 
 :attr:`Snapshot.text` is exactly :func:`engine.ir.text.format_graph` of the graph at that
 moment, built (joined) only when asked; ``take_snapshot(..., verify=True)`` (lint mode)
@@ -15,7 +18,7 @@ checks that against a full format and names the operator whose change went uncou
 """
 from __future__ import annotations
 
-from .graph import Graph, IRError, TrackedDict
+from .graph import Graph, IRError, TrackedDict, change_tick
 from .text import format_graph, format_header, format_op
 
 
@@ -64,9 +67,19 @@ def take_snapshot(graph: Graph, *, verify: bool = False) -> Snapshot:
     """Snapshot ``graph``, reusing the state of every operator unchanged since its last
     snapshot. With ``verify`` the result is compared with a full :func:`format_graph`, and an
     :class:`~engine.ir.graph.IRError` names an operator changed without being counted."""
+    order = graph._ordered()
+    header = format_header(graph)
+    last = graph.__dict__.get("_last_snapshot")  # (snapshot, order, tick, every dict tracked)
+    tick = change_tick()
+    if last is not None and last[1] is order and last[2] + 1 == tick and last[3] and last[0].header == header:
+        graph.__dict__["_last_snapshot"] = (last[0], order, tick, True)
+        if verify:
+            _verify(graph, last[0])
+        return last[0]
+    tracked = True
     states: list[OpState] = []
     append = states.append
-    for op in graph._ordered():
+    for op in order:
         d = op.__dict__
         st = d.get("_snap")
         params, attrs = d["params"], d["attrs"]
@@ -77,6 +90,7 @@ def take_snapshot(graph: Graph, *, verify: bool = False) -> Snapshot:
                 continue
         else:
             count = -1
+            tracked = False
         line = format_op(op)
         if st is None or st.line != line or st.name != op.name:
             st = OpState(op.name, line, params, attrs, count)
@@ -84,7 +98,8 @@ def take_snapshot(graph: Graph, *, verify: bool = False) -> Snapshot:
             st._params, st._attrs, st._count = params, attrs, count
         d["_snap"] = st
         append(st)
-    snap = Snapshot(format_header(graph), states)
+    snap = Snapshot(header, states)
+    graph.__dict__["_last_snapshot"] = (snap, order, change_tick(), tracked)
     if verify:
         _verify(graph, snap)
     return snap

@@ -180,3 +180,72 @@ def test_verify_catches_an_uncounted_change_directly():
     g.find_op("fc").input_names.append("input")  # in place, not counted
     with pytest.raises(IRError, match="fc"):
         take_snapshot(g, verify=True)
+
+
+# ------------------------------------------------------------------ no change: no walk at all
+def test_a_snapshot_after_no_change_at_all_is_the_last_one_again():
+    g = Graph.from_text(TEXT)
+    first = take_snapshot(g)
+    g.find_op("fc").params.get("bias"), list(g.ops), g.operands["y"].shape  # reading changes nothing
+    assert take_snapshot(g) is first and take_snapshot(g) is first
+
+
+def _more_mutations():
+    def order(g):
+        g.move_before(g.find_op("r"), g.find_op("fc"))
+
+    def operand_added(g):  # the header's operand count only
+        g.new_operand("spare")
+
+    def operand_dropped(g):
+        del g.operands["spare"]
+
+    def op_added(g):
+        g.add_op("F.sigmoid", "sig", [g.operands["x"]], [g.new_operand("s", shape=[1, 4], dtype="f32")])
+
+    def shape(g):
+        g.operands["y"].shape = [1, 2, 2]
+
+    def dtype(g):
+        g.operands["z"].dtype = "f16"
+
+    def retype(g):
+        g.find_op("r").type = "ReLU"
+
+    def param(g):
+        g.find_op("fc").params["bias"] = False
+
+    def touched(g):
+        op = g.find_op("r")
+        op.inputs.append(op.inputs[0])
+        op.inputs[0].consumers.append(op)
+        touch(op)
+
+    return [order, operand_added, operand_dropped, op_added, shape, dtype, retype, param, touched]
+
+
+def test_every_change_after_a_reused_snapshot_shows_without_lint():
+    """The reuse is decided without verify (what conversions run): after each change the next
+    snapshot is exactly the graph's text, also when the previous one was reused, and also for
+    a plain dict changed in place (no count at all)."""
+    for mutations in (_more_mutations(), _mutations()):
+        g = Graph.from_text(TEXT)
+        prev = take_snapshot(g)
+        for mutate in mutations:
+            plain = any(type(op.params) is dict or type(op.attrs) is dict for op in g.ops)
+            assert (take_snapshot(g) is prev) != plain  # nothing changed since (a plain dict: walked anyway)
+            mutate(g)
+            snap = take_snapshot(g)
+            assert snap is not prev and snap.text == format_graph(g), mutate.__name__
+            prev = take_snapshot(g)
+            assert prev.text == format_graph(g), mutate.__name__
+
+
+def test_a_change_in_another_graph_is_no_reason_to_reuse_or_to_differ():
+    g, h = Graph.from_text(TEXT), Graph.from_text(TEXT)
+    first = take_snapshot(g)
+    h.find_op("fc").params["bias"] = False  # another graph's change draws a tick
+    again = take_snapshot(g)  # walked (the ticks do not say whose), every state shared
+    assert again.text == first.text and all(a is b for a, b in zip(first.states, again.states))
+    g.find_op("fc").params["bias"] = False
+    assert take_snapshot(g).text == format_graph(g) != first.text

@@ -5,9 +5,9 @@
   parameters small dashed boxes, problems red; selection, provenance links, search hits and
   diff marks are outlines and badges; a tint (verify's error colour) replaces the category fill
   and a flagged node gets an alert border and badge. Text is kept as ``QStaticText`` per item.
-* edges are drawn in :class:`EdgeChunk` items (one path for many edges, painted by Qt in C++);
-  an :class:`EdgeRef` stands for one of them (tooltips, emphasis, tests); arrow heads are one
-  path for all edges.
+* edges are drawn in :class:`EdgeChunk` items (one path for many edges, built the first time
+  the chunk is painted, then stroked by Qt in C++); an :class:`EdgeRef` stands for one of them
+  (tooltips, emphasis, tests); arrow heads are such chunks too (:class:`ArrowHeads`).
 * :class:`GroupItem` is a module box, collapsed or expanded.
 * :class:`OverviewItem` draws the whole graph as a handful of paths (one per colour), used
   instead of the individual items below a zoom threshold so a frame costs one Python call
@@ -319,16 +319,80 @@ class EdgeRef:
         return self._hover_shape
 
 
-class EdgeChunk(QGraphicsPathItem):
+#: scene units around a lazy path's points that its bounds include: the cosmetic pens' width
+#: at the smallest zoom that shows items, and antialiasing
+PATH_MARGIN = 8.0
+
+
+class LazyPathItem(QGraphicsItem):
+    """A path drawn with one pen and brush whose ``QPainterPath`` is built the first time it is
+    painted (or asked for): a scene cut into thousands of chunks builds the paths of the few
+    on screen. ``bounds`` holds every point the path will have."""
+
+    def __init__(self, bounds: QRectF, pen: QPen | Qt.PenStyle, brush: QColor | Qt.BrushStyle = Qt.BrushStyle.NoBrush):
+        super().__init__()
+        self._bounds = bounds.adjusted(-PATH_MARGIN, -PATH_MARGIN, PATH_MARGIN, PATH_MARGIN)
+        self._pen, self._brush = pen, brush
+        self._path: QPainterPath | None = None
+
+    def build(self) -> QPainterPath:  # pragma: no cover - every subclass builds its own
+        raise NotImplementedError
+
+    def path(self) -> QPainterPath:
+        if self._path is None:
+            self._path = self.build()
+        return self._path
+
+    def boundingRect(self) -> QRectF:
+        return self._bounds
+
+    def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem, widget=None) -> None:
+        path = self.path()
+        if path.isEmpty():  # nothing (an empty path would be an invalid d="" in an SVG)
+            return
+        painter.setPen(self._pen)
+        painter.setBrush(self._brush)
+        painter.drawPath(path)
+
+
+def _bounds(xs: Sequence[float], ys: Sequence[float]) -> QRectF:
+    if not xs:
+        return QRectF()
+    x0, y0 = min(xs), min(ys)
+    return QRectF(x0, y0, max(xs) - x0, max(ys) - y0)
+
+
+class EdgeChunk(LazyPathItem):
     """Pieces of many edges (each a pair of consecutive route points) as one path, drawn with
-    one pen (painted by Qt in C++)."""
+    one pen. A piece's curve stays inside the box of its two points (its control points share
+    their x and lie between their y), so the points bound the chunk."""
 
     def __init__(self, pieces: Sequence[Sequence[tuple[float, float]]], pen: QPen):
+        self.pieces = pieces
+        pts = [q for piece in pieces for q in piece]
+        super().__init__(_bounds([q[0] for q in pts], [q[1] for q in pts]), pen)
+
+    def build(self) -> QPainterPath:
         path = QPainterPath()
-        for pts in pieces:
+        for pts in self.pieces:
             add_smooth_route(path, pts)
-        super().__init__(path)
-        self.setPen(pen)
+        return path
+
+
+class ArrowHeads(LazyPathItem):
+    """The arrow heads of routes ending near each other, filled with ``colour``."""
+
+    def __init__(self, routes: Sequence[Sequence[tuple[float, float]]], colour: QColor):
+        self.routes = routes
+        ends = [pts[-1] for pts in routes if len(pts) >= 2]
+        dx, dy = ARROW * 0.7, ARROW * 1.5
+        xs = [x for x, _ in ends]
+        ys = [y for _, y in ends]
+        box = _bounds(xs, ys)
+        super().__init__(box.adjusted(-dx, -dy, dx, 0) if ends else box, Qt.PenStyle.NoPen, colour)
+
+    def build(self) -> QPainterPath:
+        return arrow_heads(self.routes)
 
 
 def arrow_heads(routes: Sequence[Sequence[tuple[float, float]]]) -> QPainterPath:

@@ -26,15 +26,15 @@ from collections.abc import Sequence as SequenceABC
 from typing import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
-from PySide6.QtCore import QPointF, QRectF, Qt, Signal
+from PySide6.QtCore import QPointF, QRectF, Signal
 from PySide6.QtGui import QColor, QPainterPath
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsPathItem, QGraphicsScene
 
 from ..theme import GraphTheme
 from .grouping import GroupTree
 from .hierarchy import Placement
-from .items import (EdgeChunk, EdgePens, EdgeRef, GroupItem, NodeItem, OverviewItem, _mark_colour, add_smooth_route,
-                    arrow_heads)
+from .items import (ArrowHeads, EdgeChunk, EdgePens, EdgeRef, GroupItem, NodeItem, OverviewItem, _mark_colour,
+                    add_smooth_route)
 from .layout import Point
 from .model import DisplayGraph
 
@@ -94,7 +94,7 @@ class GraphScene(QGraphicsScene):
         self.group_text: list[tuple[str, str]] = []
         self.nodes = NodeItems(self)
         self.edges: list[EdgeRef] = []
-        self._edge_chunks: list[QGraphicsPathItem] = []  #: edge paths and arrow heads
+        self._edge_chunks: list[QGraphicsItem] = []  #: edge paths and arrow heads
         self._emphasis: QGraphicsPathItem | None = None
         self._edge_boxes = np.zeros((0, 4))
         #: every edge piece drawn, once per pen (from a parameter?)
@@ -307,13 +307,11 @@ class GraphScene(QGraphicsScene):
             self.addItem(chunk)
             self._edge_chunks.append(chunk)
         for rs in ends.values():
-            heads = QGraphicsPathItem(arrow_heads(rs))
-            heads.setPen(Qt.PenStyle.NoPen)
-            heads.setBrush(self.theme.edge)
+            heads = ArrowHeads(rs, self.theme.edge)
             heads.setZValue(Z_ARROWS)
             heads.setVisible(self._detail)
             self.addItem(heads)
-            self._edge_chunks.append(heads)  # type: ignore[arg-type]
+            self._edge_chunks.append(heads)
         self._edge_boxes = np.asarray(boxes, dtype=float).reshape(-1, 4)
         if self._emphasis is None or self._emphasis.scene() is not self:
             self._emphasis = QGraphicsPathItem()

@@ -131,3 +131,29 @@ def test_expanding_a_10k_graph_makes_the_items_of_what_is_seen(panel, qtbot, big
     from gui.graph.export_image import export_image
     export_image(scene, tmp_path / "big.png")
     assert not scene._pending and _drawn_where_placed(scene, list(scene.layout.nodes))
+
+
+@pytest.mark.slow
+def test_edge_chunks_build_their_paths_when_seen_and_hold_them_in_their_bounds(panel, qtbot, big):
+    """Edge chunks and arrow heads build their paths on their first paint: after expanding a
+    10k graph only those near the view have; each path lies inside the bounds Qt culls by."""
+    from gui.graph.items import PATH_MARGIN, ArrowHeads, EdgeChunk
+
+    with qtbot.waitSignal(panel.layoutReady, timeout=120_000):
+        panel.show_graph(big)
+    with qtbot.waitSignal(panel.layoutReady, timeout=300_000):
+        panel.expand_all()
+    scene, view = panel.scene, panel.view
+    view.set_zoom(1.0, scene.sceneRect().center())
+    view.grab()
+    chunks = [c for c in scene._edge_chunks if isinstance(c, (EdgeChunk, ArrowHeads))]
+    assert len(chunks) == len(scene._edge_chunks) > 100
+    shown = view.mapToScene(view.viewport().rect()).boundingRect()
+    built = [c for c in chunks if c._path is not None]
+    assert built and len(built) < len(chunks) / 4
+    assert all(c._path is not None for c in chunks if c.sceneBoundingRect().intersects(shown))
+    inner = PATH_MARGIN - 0.5
+    for c in chunks:  # every path (built now) inside its bounds, with the pen's room to spare
+        room = c.boundingRect().adjusted(inner, inner, -inner, -inner)
+        assert room.contains(c.path().boundingRect()), c
+    assert sum(isinstance(c, EdgeChunk) for c in chunks) and sum(isinstance(c, ArrowHeads) for c in chunks)

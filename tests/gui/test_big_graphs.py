@@ -95,10 +95,8 @@ def _drawn_where_placed(scene, nodes) -> bool:
     return True
 
 
-@pytest.mark.slow
-def test_expanding_a_10k_graph_makes_the_items_of_what_is_seen(panel, qtbot, big, tmp_path):
-    """Node items are made where a view paints (or when asked for), not for every placed node;
-    whatever is on screen is drawn at its place, after a scroll too, and an export has them all."""
+def _expanded_and_painted(panel, qtbot, big):
+    """``big`` shown, every group expanded, the view at 100% on the middle and painted once."""
     with qtbot.waitSignal(panel.layoutReady, timeout=120_000):
         panel.show_graph(big)
     with qtbot.waitSignal(panel.layoutReady, timeout=300_000):
@@ -106,6 +104,14 @@ def test_expanding_a_10k_graph_makes_the_items_of_what_is_seen(panel, qtbot, big
     scene, view = panel.scene, panel.view
     view.set_zoom(1.0, scene.sceneRect().center())
     view.grab()  # a real paint
+    return scene, view
+
+
+@pytest.mark.slow
+def test_expanding_a_10k_graph_makes_the_items_of_what_is_seen(panel, qtbot, big, tmp_path):
+    """Node items are made where a view paints (or when asked for), not for every placed node;
+    whatever is on screen is drawn at its place, after a scroll too, and an export has them all."""
+    scene, view = _expanded_and_painted(panel, qtbot, big)
     seen = _on_screen(view)
     assert seen and _drawn_where_placed(scene, seen)
     assert len(scene._node_items) < len(scene.layout.nodes) / 4  # not 10k items for a screenful
@@ -139,13 +145,7 @@ def test_edge_chunks_build_their_paths_when_seen_and_hold_them_in_their_bounds(p
     10k graph only those near the view have; each path lies inside the bounds Qt culls by."""
     from gui.graph.items import PATH_MARGIN, ArrowHeads, EdgeChunk
 
-    with qtbot.waitSignal(panel.layoutReady, timeout=120_000):
-        panel.show_graph(big)
-    with qtbot.waitSignal(panel.layoutReady, timeout=300_000):
-        panel.expand_all()
-    scene, view = panel.scene, panel.view
-    view.set_zoom(1.0, scene.sceneRect().center())
-    view.grab()
+    scene, view = _expanded_and_painted(panel, qtbot, big)
     chunks = [c for c in scene._edge_chunks if isinstance(c, (EdgeChunk, ArrowHeads))]
     assert len(chunks) == len(scene._edge_chunks) > 100
     shown = view.mapToScene(view.viewport().rect()).boundingRect()

@@ -19,6 +19,7 @@ import logging
 import threading
 import time
 import traceback
+import warnings
 from typing import Any, Callable
 
 from PySide6.QtCore import QCoreApplication, QEventLoop, QObject, QRunnable, QThreadPool, QTimer, Signal, Slot
@@ -178,6 +179,19 @@ class Task(QObject):
         self.finished.emit()
         # drop references to the (possibly large) inputs
         self.fn, self.args, self.kwargs = None, (), {}  # type: ignore[assignment]
+        self._release_callbacks()
+
+    def _release_callbacks(self) -> None:
+        """A finished task emits nothing more: let go of its callbacks. Qt's connections hold
+        them where Python's collector cannot see, and they hold the task (``lambda t=task``)
+        and what they captured (a document, a conversion), so a task with callbacks was never
+        freed — nor anything its callbacks or its result referred to."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "failed to disconnect": a signal nobody connected
+            for signal in (self.progressed, self.partial, self.succeeded, self.failed, self.cancelled,
+                           self.finished):
+                signal.disconnect()
+        self.result = None
 
 
 class _Runnable(QRunnable):

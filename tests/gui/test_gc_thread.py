@@ -40,3 +40,80 @@ def test_collector_owns_collection_and_collects_in_the_gui_thread(qtbot):
         collector.threshold = saved
         collector.timer.setInterval(1000)
     assert all(threads)
+
+
+def test_a_heavy_sections_objects_are_frozen_and_its_garbage_collected_at_a_release(qtbot):
+    """More than BIG new objects (what opening or converting a big model leaves) are frozen by
+    the timer, not walked; cyclic garbage among them waits for a release, which comes once the
+    frozen objects have doubled and runs in the GUI thread."""
+    from gui import gcpause
+
+    collector = install_collector()
+    gc.unfreeze()
+    gc.collect()
+    collector.frozen_base, collector.release_pending = 0, False
+    collector.timer.setInterval(20)
+    freed = []
+
+    class Cycle:
+        def __init__(self):
+            self.me = self
+
+        def __del__(self):
+            freed.append(threading.current_thread() is threading.main_thread())
+
+    kept = []
+
+    def heavy(n: int, cycles: int):
+        def work():
+            with gc_paused():
+                kept.append([[i] for i in range(n)])  # long-lived, tracked
+                for _ in range(cycles):
+                    Cycle()
+        t = threading.Thread(target=work)
+        t.start()
+        t.join()
+
+    try:
+        heavy(gcpause.BIG + 50_000, 30)
+        qtbot.waitUntil(lambda: gc.get_freeze_count() > gcpause.BIG, timeout=5000)
+        base = collector.frozen_base
+        assert base >= gcpause.BIG and gc.get_count()[0] < gcpause.BIG
+        qtbot.wait(100)
+        assert freed == [], "frozen garbage waits for a release"
+        heavy(2 * base, 20)  # the frozen objects more than double: a release follows
+        qtbot.waitUntil(lambda: len(freed) == 50, timeout=5000)
+        assert all(freed), "collected in the GUI thread"
+        assert not collector.release_pending and collector.frozen_base >= 3 * gcpause.BIG
+        assert gc.get_freeze_count() >= 3 * gcpause.BIG  # the survivors (what is kept), frozen again
+    finally:
+        collector.timer.setInterval(1000)
+        kept.clear()
+        gc.unfreeze()
+        collector.frozen_base = 0
+
+
+def test_a_finished_task_lets_go_of_its_callbacks_and_what_they_hold(qtbot):
+    """Callbacks like ``lambda r, d=doc: ...`` are held by Qt's connections, out of the
+    collector's sight; a finished task drops them, so the document they captured is freed by
+    reference counting alone (before, every opened model stayed in memory for good)."""
+    import weakref
+
+    from gui.workers import TaskRunner
+
+    class Doc:
+        pass
+
+    runner = TaskRunner()
+    doc = Doc()
+    gone = weakref.ref(doc)
+    seen = []
+    task = runner.submit("t", lambda ctx, d: d, doc, on_result=lambda r, d=doc: seen.append(r is d),
+                         on_progress=lambda *a, d=doc: None, on_finished=lambda d=doc: None)
+    with qtbot.waitSignal(task.finished, timeout=5000):
+        pass
+    assert seen == [True]
+    del doc, task
+    qtbot.wait(50)
+    assert gone() is None, "the document outlived its task"
+    runner.pool.waitForDone()

@@ -7,18 +7,26 @@ import gui  # noqa: F401  (binding work-around first)
 from gui.gcpause import gc_paused, install_collector
 
 
-def test_collector_owns_collection_and_collects_in_the_gui_thread(qtbot):
-    collector = install_collector()
-    collector.timer.setInterval(20)
-    assert not gc.isenabled()
-    threads = []
+def _cycle_class(freed: list):
+    """A class whose objects are cycles that record, when collected, whether it was in the
+    GUI (main) thread."""
 
     class Cycle:
         def __init__(self):
             self.me = self
 
         def __del__(self):
-            threads.append(threading.current_thread() is threading.main_thread())
+            freed.append(threading.current_thread() is threading.main_thread())
+
+    return Cycle
+
+
+def test_collector_owns_collection_and_collects_in_the_gui_thread(qtbot):
+    collector = install_collector()
+    collector.timer.setInterval(20)
+    assert not gc.isenabled()
+    threads = []
+    Cycle = _cycle_class(threads)
 
     def worker():
         with gc_paused():
@@ -54,13 +62,7 @@ def test_a_heavy_sections_objects_are_frozen_and_its_garbage_collected_at_a_rele
     collector.frozen_base, collector.release_pending = 0, False
     collector.timer.setInterval(20)
     freed = []
-
-    class Cycle:
-        def __init__(self):
-            self.me = self
-
-        def __del__(self):
-            freed.append(threading.current_thread() is threading.main_thread())
+    Cycle = _cycle_class(freed)
 
     kept = []
 

@@ -22,6 +22,7 @@ from engine.diagnostics import Diagnostic
 from engine.errors import PT2Error
 from engine.ir import Graph
 
+from .graph.grouping import groups_of
 from .graph.model import INPUT, OP, OUTPUT, PARAM, DisplayGraph, display_graph, kind_of_type, node_kind
 from .provenance import ProvenanceIndex
 
@@ -122,6 +123,7 @@ def open_document(ctx, path: str | os.PathLike, model: str | None = None) -> Doc
         ctx.check()
         ctx.progress(2, 3, "preparing the view")
         disp = display_graph(aten, "aten")
+        groups_of(disp)  # here, not in the GUI thread
     except BaseException:
         pkg.close()
         raise
@@ -210,8 +212,9 @@ def convert_document(ctx, doc: Document, options: ConvertOptions) -> Conversion:
     t0 = time.perf_counter()
 
     def on_pnnx(graph: Graph, diagnostics: list[Diagnostic]) -> None:
-        ctx.partial(PnnxPreview(display_graph(graph, "pnnx", problems_by_operator(diagnostics)),
-                                ProvenanceIndex(doc.aten, graph)))
+        disp = display_graph(graph, "pnnx", problems_by_operator(diagnostics))
+        groups_of(disp)  # here, not in the GUI thread
+        ctx.partial(PnnxPreview(disp, ProvenanceIndex(doc.aten, graph)))
 
     result = convert(doc.program, options, progress=ctx.progress, cancel=ctx, graph=doc.aten, on_pnnx=on_pnnx)
     ctx.check()
@@ -228,6 +231,7 @@ def convert_document(ctx, doc: Document, options: ConvertOptions) -> Conversion:
         if g is None:
             continue
         displays[key] = display_graph(g, key, by_op)
+        groups_of(displays[key])
         prov[key] = ProvenanceIndex(result.aten, g)
     return Conversion(result, options, aten_disp, displays, prov, time.perf_counter() - t0, weight_problems=weights,
                       pass_counts=counts)

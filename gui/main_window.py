@@ -104,6 +104,11 @@ class MainWindow(QMainWindow):
         self.right_panel.set_mode(self.right_key)
         self.right_panel.set_mode_enabled("pass", False)
         self.right_panel.modeRequested.connect(self.show_right)
+        #: the document to convert once its ATen graph is drawn (the conversion and that layout
+        #: would share one interpreter lock: drawn first, the graph is seen a second earlier)
+        self._convert_after_layout: Document | None = None
+        self.aten_panel.layoutReady.connect(self._start_pending_conversion)
+        self.aten_panel.layoutFailed.connect(self._start_pending_conversion)
         hide = self.settings.get("view/hide_params", False, bool)
         for p in (self.aten_panel, self.right_panel):
             p.set_hide_params(hide)
@@ -168,6 +173,8 @@ class MainWindow(QMainWindow):
                       | QDockWidget.DockWidgetFeature.DockWidgetFloatable)
         self.addDockWidget(area, d)
         self.docks[key] = d
+        if key == "tensors":  # lists a model's tensors when its tab is first in front
+            d.visibilityChanged.connect(lambda on: on and self.tensors.ensure_listed())
         return d
 
     def _build_docks(self) -> None:
@@ -266,6 +273,11 @@ class MainWindow(QMainWindow):
         self._update_enabled()
         self.documentChanged.emit()
         if self.settings.get("convert/auto", True, bool):
+            self._convert_after_layout = doc  # once its ATen graph is drawn
+
+    def _start_pending_conversion(self) -> None:
+        doc, self._convert_after_layout = self._convert_after_layout, None
+        if doc is not None and doc is self.doc:
             self.convert()
 
     # ------------------------------------------------------------------ converting

@@ -183,6 +183,18 @@ class GroupTree:
         return {self.by_path[p] for p in paths if p in self.by_path}
 
 
+def groups_of(graph: DisplayGraph) -> GroupTree:
+    """``group_tree(graph)``, made once per display graph (trees are read-only): the worker that
+    builds a display graph warms it, so the GUI thread does not walk 10k nodes to show it."""
+    key = (id(graph.nodes), len(graph.nodes), id(graph.edges), len(graph.edges), id(graph.module_types))
+    hit = graph.__dict__.get("_groups")
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    tree = group_tree(graph)
+    graph.__dict__["_groups"] = (key, tree)
+    return tree
+
+
 def group_tree(graph: DisplayGraph, classes: Mapping[str, str] | None = None) -> GroupTree:
     """The groups of ``graph`` (see the module docstring). ``classes`` maps module paths to
     their class (default: what the graph's operators record)."""

@@ -3,7 +3,8 @@ show, what it holds, zoom, module groups, hide-parameters, fit) and, while Verif
 legend strip between the two (:meth:`GraphPanel.set_legend`).
 
 :class:`GraphPanel` takes a :class:`~gui.graph.model.DisplayGraph`, groups it by module
-(:func:`~gui.graph.grouping.group_tree`), measures its nodes and boxes (GUI thread: font
+(:func:`~gui.graph.grouping.groups_of`, usually made already by the worker that built the
+graph), measures its nodes and boxes (GUI thread: font
 metrics), runs the :class:`~gui.graph.hierarchy.HierarchicalLayout` through the
 :class:`~gui.workers.TaskRunner` (a newer request cancels an older one), then builds the scene
 from the placement. While a layout runs the old picture stays, with a message over it.
@@ -28,7 +29,7 @@ from PySide6.QtWidgets import QComboBox, QLabel, QMenu, QToolButton, QVBoxLayout
 from ..gcpause import gc_paused
 from ..theme import GraphTheme
 from ..workers import TaskContext, TaskRunner
-from .grouping import ROOT, GroupTree, flat_tree, group_text, group_tree
+from .grouping import ROOT, GroupTree, flat_tree, group_text, groups_of
 from .header import PanelHeader
 from .hierarchy import HierarchicalLayout, Placement
 from .items import EdgeRef, GroupItem, NodeItem, group_box_sizes, group_header_widths, measure
@@ -64,6 +65,7 @@ class GraphPanel(QWidget):
     nodeSelectionChanged = Signal(list)
     nodeActivated = Signal(str)
     layoutReady = Signal()
+    layoutFailed = Signal()  #: a layout raised (its message is over the view)
     modeRequested = Signal(str)  #: the user picked another graph in the combo
     hideParamsChanged = Signal(bool)
 
@@ -198,7 +200,7 @@ class GraphPanel(QWidget):
         shown = graph.without([PARAM]) if self.hide_params else graph
         t0 = time.perf_counter()
         sizes = measure(shown.nodes, self.scene.theme)
-        tree = group_tree(shown) if self.grouping else flat_tree(len(shown.nodes))
+        tree = groups_of(shown) if self.grouping else flat_tree(len(shown.nodes))
         texts = group_text(tree)
         box_sizes = group_box_sizes(texts, self.scene.theme)
         if keep_view and self._expanded_paths is not None:
@@ -219,7 +221,11 @@ class GraphPanel(QWidget):
             group_header_widths(texts, self.scene.theme) if hl is None else [], group=f"layout:{self.key}", quiet=n < 300,
             on_result=lambda res, g=graph, t=tree, s=sizes, b=box_sizes, x=texts, k=keep_view, a=anchor:
             self._install(g, t, s, b, x, res, k, a),
-            on_error=lambda _e: self.view.set_message("The graph could not be laid out (see the message)."))
+            on_error=lambda _e: self._layout_failed())
+
+    def _layout_failed(self) -> None:
+        self.view.set_message("The graph could not be laid out (see the message).")
+        self.layoutFailed.emit()
 
     def update_graph(self, graph: DisplayGraph) -> None:
         """Show new node data for the same graph in place when the structure is unchanged

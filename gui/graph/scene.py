@@ -214,6 +214,7 @@ class GraphScene(QGraphicsScene):
         if not self._pending:
             return 0
         ids, r = self._pending_ids, self._pending_rects
+        inside = None
         if rect is not None:
             inside = ((r[:, 0] <= rect.right()) & (r[:, 2] >= rect.left())
                       & (r[:, 1] <= rect.bottom()) & (r[:, 3] >= rect.top()))
@@ -224,10 +225,10 @@ class GraphScene(QGraphicsScene):
             if xy is not None:  # not made since by ``nodes[i]``
                 self._put(i, *xy)
                 made += 1
-        if rect is None or not self._pending:
+        if inside is None or not self._pending:
             self._pending_ids, self._pending_rects = np.zeros(0, dtype=np.int64), np.zeros((0, 4))
-        elif made:
-            keep = ~np.isin(self._pending_ids, ids)
+        elif len(ids):
+            keep = ~inside
             self._pending_ids, self._pending_rects = self._pending_ids[keep], self._pending_rects[keep]
         return made
 

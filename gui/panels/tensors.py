@@ -141,6 +141,8 @@ class TensorsPanel(QWidget):
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
+        self._program: Any | None = None
+        self._listed = True  #: the rows of ``_program`` are in the model
         self.model = TensorTableModel(self)
         self.proxy = TensorFilterProxy(self)
         self.proxy.setSourceModel(self.model)
@@ -165,9 +167,31 @@ class TensorsPanel(QWidget):
         lay.addWidget(self.table, 1)
 
     def set_program(self, program: Any | None) -> None:
-        rows = tensor_rows(program) if program is not None else []
+        """Show ``program``'s tensors — listed once the panel is on screen (:meth:`ensure_listed`:
+        its tab brought to the front, or a tensor selected); a model of 17k tensors takes a third
+        of a second to list, which opening it should not wait for."""
+        self._program, self._listed = program, False
         self.filter.clear()  # another model: the old filter would hide its rows
         self.kind.setCurrentIndex(0)
+        self.model.set_rows([])
+        self.summary.setText("")
+        if self.isVisible() and not self.visibleRegion().isEmpty():  # a tab behind another: not seen
+            self._list()
+
+    def showEvent(self, event) -> None:
+        self._list()
+        super().showEvent(event)
+
+    def ensure_listed(self) -> None:
+        """List the tensors of the program set last, unless they are listed already."""
+        self._list()
+
+    def _list(self) -> None:
+        if self._listed:
+            return
+        self._listed = True
+        program = self._program
+        rows = tensor_rows(program) if program is not None else []
         self.model.set_rows(rows)
         total = sum(r.nbytes for r in rows if r.kind in ("parameter", "buffer", "constant"))
         n_params = sum(r.numel or 0 for r in rows if r.kind == "parameter")
@@ -176,6 +200,7 @@ class TensorsPanel(QWidget):
 
     def select_name(self, name: str) -> bool:
         """Select the row of a tensor by FQN or graph name."""
+        self._list()
         for i, r in enumerate(self.model.rows):
             if name in (r.name, r.graph_name):
                 src = self.model.index(i, 0)
@@ -190,6 +215,7 @@ class TensorsPanel(QWidget):
         return False
 
     def visible_names(self) -> list[str]:
+        self._list()
         return [self.proxy.index(i, 1).data() for i in range(self.proxy.rowCount())]
 
     def _on_current(self, current: QModelIndex, _previous: QModelIndex) -> None:

@@ -22,7 +22,7 @@ def _visible(panel, names) -> bool:
     return all(area.intersects(panel.scene.item(n).sceneBoundingRect()) for n in names)
 
 
-def test_open_populates_both_views(window):
+def test_open_populates_both_views(window, qtbot):
     open_model(window, TINY_CNN)
     aten, right = window.aten_panel, window.right_panel
     ep = window.doc.program
@@ -33,6 +33,9 @@ def test_open_populates_both_views(window):
     assert {n.type for n in right.graph.nodes} >= {"pnnx.Input", "nn.Conv2d", "pnnx.Output"}
     assert len(right.scene.nodes) == len(right.graph.nodes)
     assert len(right.scene.edges) == len(right.graph.edges) > 0
+    assert window.tensors.model.rowCount() == 0  # behind the Passes tab: not listed yet
+    window.docks["tensors"].raise_()  # listed when the Tensors tab comes to the front
+    qtbot.waitUntil(lambda: window.tensors.isVisible())
     assert window.tensors.model.rowCount() == len(ep.tensors.entries()) + len(ep.signature.user_inputs) + len(
         ep.signature.user_outputs)
     assert "x" in window.signature.group_texts()["Inputs (1)"]
@@ -114,6 +117,7 @@ def test_search_lists_results_and_steps_through_them(window, qtbot):
 
 def test_tensor_table_sorts_and_filters(window):
     open_model(window, TINY_CNN)
+    window.docks["tensors"].raise_()  # the Tensors tab to the front, as a user clicks it
     t = window.tensors
     entries = window.doc.program.tensors.entries()
     t.table.sortByColumn(5, Qt.SortOrder.DescendingOrder)  # bytes

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -204,17 +205,26 @@ class PnnxPreview:
 
     display: DisplayGraph
     provenance: ProvenanceIndex
+    #: set by the GUI once the preview is drawn (or will not be)
+    shown: threading.Event = field(default_factory=threading.Event)
 
 
-def convert_document(ctx, doc: Document, options: ConvertOptions) -> Conversion:
+def convert_document(ctx, doc: Document, options: ConvertOptions, *, wait_for_preview: float = 0.0) -> Conversion:
     """Run the converter on the document's program, then read its weights (worker thread). The
-    pnnx graph goes to the GUI (``ctx.partial(PnnxPreview)``) as soon as it exists."""
+    pnnx graph goes to the GUI (``ctx.partial(PnnxPreview)``) as soon as it exists; with
+    ``wait_for_preview`` the lowering to ncnn waits, up to that many seconds, until the GUI has
+    drawn it (``PnnxPreview.shown``): running alongside the preview's layout and painting, it
+    would share the interpreter lock with them and the preview would appear later."""
     t0 = time.perf_counter()
 
     def on_pnnx(graph: Graph, diagnostics: list[Diagnostic]) -> None:
         disp = display_graph(graph, "pnnx", problems_by_operator(diagnostics))
         groups_of(disp)  # here, not in the GUI thread
-        ctx.partial(PnnxPreview(disp, ProvenanceIndex(doc.aten, graph)))
+        preview = PnnxPreview(disp, ProvenanceIndex(doc.aten, graph))
+        ctx.partial(preview)
+        end = time.perf_counter() + wait_for_preview
+        while not preview.shown.wait(0.05) and time.perf_counter() < end:
+            ctx.check()  # a cancel ends the wait (and the conversion)
 
     result = convert(doc.program, options, progress=ctx.progress, cancel=ctx, graph=doc.aten, on_pnnx=on_pnnx)
     ctx.check()

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import dataclasses
 import os
+import threading
 from pathlib import Path
 
 from PySide6.QtCore import QEvent, QSize, Qt, QTimer, Signal
@@ -62,6 +63,8 @@ STYLE = Path(__file__).resolve().parent.parent / "resources" / "styles" / "studi
 DARK_STYLE = STYLE.with_name("studio-dark.qss")
 RIGHT_MODES = (("pnnx", "pnnx graph"), ("ncnn", "ncnn graph"), ("pass", "after pass …"))
 NOT_CONVERTED = "Not converted yet — Model ▸ Convert (Ctrl+R)"
+#: seconds a conversion waits, once its pnnx graph exists, for the window to draw it
+PREVIEW_WAIT = 2.0
 __all__ = ["MainWindow", "export_paths"]
 
 
@@ -109,6 +112,10 @@ class MainWindow(QMainWindow):
         self._convert_after_layout: Document | None = None
         self.aten_panel.layoutReady.connect(self._start_pending_conversion)
         self.aten_panel.layoutFailed.connect(self._start_pending_conversion)
+        #: a conversion waiting until its pnnx preview is drawn (see _on_pnnx_preview)
+        self._preview_shown: threading.Event | None = None
+        self.right_panel.layoutReady.connect(self._release_preview)
+        self.right_panel.layoutFailed.connect(self._release_preview)
         hide = self.settings.get("view/hide_params", False, bool)
         for p in (self.aten_panel, self.right_panel):
             p.set_hide_params(hide)
@@ -315,7 +322,8 @@ class MainWindow(QMainWindow):
         # with plug-ins, a conversion may be refused at the end (a broken plug-in): no preview over the previous one
         preview = doc.conversion is None or not opts.converters
         return self.runner.submit("Conversion", convert_with_plugins, doc, opts, group="convert",
-                                  on_partial=lambda pv, d=doc: self._on_pnnx_preview(d, pv) if preview else None,
+                                  wait_for_preview=PREVIEW_WAIT if preview else 0.0,
+                                  on_partial=lambda pv, d=doc: self._on_pnnx_preview(d, pv, preview),
                                   on_result=lambda conv, d=doc: self._on_convert_result(d, conv),
                                   on_error=lambda e: self._on_convert_failed(doc))
 
@@ -328,13 +336,23 @@ class MainWindow(QMainWindow):
         else:
             self.conversionRefused.emit(self.plugins.problems[0] if self.plugins.problems else None)
 
-    def _on_pnnx_preview(self, doc: Document, preview: PnnxPreview) -> None:
-        """The pnnx graph of the conversion still running: shown at once if it is the view."""
-        if doc is not self.doc or self.right_key != "pnnx" or self.pass_view is not None:
+    def _on_pnnx_preview(self, doc: Document, preview: PnnxPreview, wanted: bool = True) -> None:
+        """The pnnx graph of the conversion still running: shown at once if it is the view. The
+        conversion waits (up to :data:`PREVIEW_WAIT`) until it is drawn: ``preview.shown``."""
+        self._release_preview()
+        if not wanted or doc is not self.doc or self.right_key != "pnnx" or self.pass_view is not None:
+            preview.shown.set()
             return
+        self._preview_shown = preview.shown
         self.right_panel.set_mode("pnnx")
         self.right_panel.show_graph(preview.display)
         self.sync.set_index(preview.provenance)
+
+    def _release_preview(self) -> None:
+        """Let a conversion waiting for its preview go on, after what is queued (the paint)."""
+        event, self._preview_shown = self._preview_shown, None
+        if event is not None:
+            QTimer.singleShot(0, event.set)
 
     def _on_convert_failed(self, doc: Document) -> None:
         if doc is self.doc:

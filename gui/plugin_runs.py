@@ -88,12 +88,13 @@ def load_report(paths: Sequence[str]) -> list[PluginLoad]:
     return out
 
 
-def convert_with_plugins(ctx, doc, options) -> Conversion | PluginFailure:
-    """Convert ``doc`` (worker thread) unless one of ``options.converters`` does not load."""
+def convert_with_plugins(ctx, doc, options, *, wait_for_preview: float = 0.0) -> Conversion | PluginFailure:
+    """Convert ``doc`` (worker thread) unless one of ``options.converters`` does not load
+    (``wait_for_preview``: see :func:`gui.document.convert_document`)."""
     loads = load_report([str(p) for p in options.converters])
     if any(ld.error is not None for ld in loads):
         return PluginFailure(loads)
-    conv = convert_document(ctx, doc, options)
+    conv = convert_document(ctx, doc, options, wait_for_preview=wait_for_preview)
     conv.plugins = loads
     return conv
 

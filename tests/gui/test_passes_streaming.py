@@ -132,3 +132,27 @@ def test_diff_colours_follow_the_rows_on_screen(qtbot):
     sb.setValue(sb.maximum())
     top_end, bottom_end = check_screen()
     assert bottom_end >= len(d.kinds) - 1 and top_end > top
+
+
+def test_the_lowering_to_ncnn_waits_until_the_window_has_drawn_the_pnnx_graph(window, qtbot, monkeypatch):
+    """Once the pnnx graph exists the conversion waits until the window has laid it out and
+    drawn it (they would share the interpreter lock); the window lets it go, it does not time
+    out (the wait is made a minute long here)."""
+    import engine.passes
+    import gui.main_window
+    from engine.passes import graph_pass
+
+    monkeypatch.setattr(gui.main_window, "PREVIEW_WAIT", 60.0)
+    after_preview = []
+
+    @graph_pass("look_at_the_window")
+    def look(graph, cx):  # the first pass after the wait
+        after_preview.append(window.right_panel.graph is not None and window.right_panel.graph.vocabulary == "pnnx")
+
+    pipeline = list(engine.passes.PIPELINE)
+    at = [getattr(p, "pass_name", "") for p in pipeline].index("record_pnnx_graph") + 1
+    monkeypatch.setattr(engine.passes, "PIPELINE", pipeline[:at] + [look] + pipeline[at:])
+    open_model(window, TINY_CNN, timeout_ms=30_000)
+    assert after_preview == [True]  # laid out before the lowering to ncnn went on
+    conv = window.doc.conversion
+    assert conv is not None and conv.seconds < 30 and window._preview_shown is None

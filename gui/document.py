@@ -216,15 +216,18 @@ def convert_document(ctx, doc: Document, options: ConvertOptions, *, wait_for_pr
     drawn it (``PnnxPreview.shown``): running alongside the preview's layout and painting, it
     would share the interpreter lock with them and the preview would appear later."""
     t0 = time.perf_counter()
+    waited = 0.0  # for the preview: not conversion time
 
     def on_pnnx(graph: Graph, diagnostics: list[Diagnostic]) -> None:
+        nonlocal waited
         disp = display_graph(graph, "pnnx", problems_by_operator(diagnostics))
         groups_of(disp)  # here, not in the GUI thread
         preview = PnnxPreview(disp, ProvenanceIndex(doc.aten, graph))
         ctx.partial(preview)
-        end = time.perf_counter() + wait_for_preview
-        while not preview.shown.wait(0.05) and time.perf_counter() < end:
+        start = time.perf_counter()
+        while not preview.shown.wait(0.05) and time.perf_counter() < start + wait_for_preview:
             ctx.check()  # a cancel ends the wait (and the conversion)
+        waited = time.perf_counter() - start
 
     result = convert(doc.program, options, progress=ctx.progress, cancel=ctx, graph=doc.aten, on_pnnx=on_pnnx)
     ctx.check()
@@ -243,8 +246,8 @@ def convert_document(ctx, doc: Document, options: ConvertOptions, *, wait_for_pr
         displays[key] = display_graph(g, key, by_op)
         groups_of(displays[key])
         prov[key] = ProvenanceIndex(result.aten, g)
-    return Conversion(result, options, aten_disp, displays, prov, time.perf_counter() - t0, weight_problems=weights,
-                      pass_counts=counts)
+    return Conversion(result, options, aten_disp, displays, prov, time.perf_counter() - t0 - waited,
+                      weight_problems=weights, pass_counts=counts)
 
 
 def _plural(n: int, word: str) -> str:

@@ -244,7 +244,6 @@ def convert_document(ctx, doc: Document, options: ConvertOptions, *, wait_for_pr
         if g is None:
             continue
         displays[key] = display_graph(g, key, by_op)
-        groups_of(displays[key])
         prov[key] = ProvenanceIndex(result.aten, g)
     return Conversion(result, options, aten_disp, displays, prov, time.perf_counter() - t0 - waited,
                       weight_problems=weights, pass_counts=counts)

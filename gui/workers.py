@@ -96,7 +96,6 @@ class Task(QObject):
         self.fn = fn
         self.args = args
         self.kwargs = kwargs
-        self.result: Any = None
         self.error: BaseException | None = None
         self.state = "pending"  #: pending | running | done | failed | cancelled
         self.quiet = False  #: too short to show progress for
@@ -168,7 +167,6 @@ class Task(QObject):
         self.seconds = time.perf_counter() - self.started_at
         self.state = state
         if state == "done":
-            self.result = payload
             self.succeeded.emit(payload)
         elif state == "failed":
             assert isinstance(payload, BaseException)
@@ -185,13 +183,12 @@ class Task(QObject):
         """A finished task emits nothing more: let go of its callbacks. Qt's connections hold
         them where Python's collector cannot see, and they hold the task (``lambda t=task``)
         and what they captured (a document, a conversion), so a task with callbacks was never
-        freed — nor anything its callbacks or its result referred to."""
+        freed — nor anything its callbacks referred to."""
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # "failed to disconnect": a signal nobody connected
             for signal in (self.progressed, self.partial, self.succeeded, self.failed, self.cancelled,
                            self.finished):
                 signal.disconnect()
-        self.result = None
 
 
 class _Runnable(QRunnable):

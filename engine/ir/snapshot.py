@@ -18,6 +18,8 @@ checks that against a full format and names the operator whose change went uncou
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from .graph import Graph, IRError, TrackedDict, change_tick
 from .text import format_graph, format_header, format_op
 
@@ -63,19 +65,29 @@ class Snapshot:
         return len(self.states)
 
 
+class _Last(NamedTuple):
+    """A graph's last snapshot and what it was taken at (``graph._last_snapshot``)."""
+
+    snapshot: Snapshot
+    order: list  #: the graph's order list then (a change of order makes a new one)
+    tick: int  #: the change tick drawn then
+    tracked: bool  #: every operator's dicts were tracked ones
+
+
 def take_snapshot(graph: Graph, *, verify: bool = False) -> Snapshot:
     """Snapshot ``graph``, reusing the state of every operator unchanged since its last
     snapshot. With ``verify`` the result is compared with a full :func:`format_graph`, and an
     :class:`~engine.ir.graph.IRError` names an operator changed without being counted."""
     order = graph._ordered()
     header = format_header(graph)
-    last = graph.__dict__.get("_last_snapshot")  # (snapshot, order, tick, every dict tracked)
+    last: _Last | None = graph.__dict__.get("_last_snapshot")
     tick = change_tick()
-    if last is not None and last[1] is order and last[2] + 1 == tick and last[3] and last[0].header == header:
-        graph.__dict__["_last_snapshot"] = (last[0], order, tick, True)
+    if (last is not None and last.order is order and last.tick + 1 == tick and last.tracked
+            and last.snapshot.header == header):
+        graph.__dict__["_last_snapshot"] = last._replace(tick=tick)
         if verify:
-            _verify(graph, last[0])
-        return last[0]
+            _verify(graph, last.snapshot)
+        return last.snapshot
     tracked = True
     states: list[OpState] = []
     append = states.append
@@ -99,7 +111,7 @@ def take_snapshot(graph: Graph, *, verify: bool = False) -> Snapshot:
         d["_snap"] = st
         append(st)
     snap = Snapshot(header, states)
-    graph.__dict__["_last_snapshot"] = (snap, order, change_tick(), tracked)
+    graph.__dict__["_last_snapshot"] = _Last(snap, order, change_tick(), tracked)
     if verify:
         _verify(graph, snap)
     return snap

@@ -263,6 +263,8 @@ class NodeItem(QGraphicsItem):
 
 
 ARROW = 5.5
+#: an arrow head: half its width and its length (it ends at the route's last point)
+ARROW_HALF_WIDTH, ARROW_LENGTH = ARROW * 0.7, ARROW * 1.5
 
 
 class EdgePens:
@@ -385,7 +387,7 @@ class ArrowHeads(LazyPathItem):
     def __init__(self, routes: Sequence[Sequence[tuple[float, float]]], colour: QColor):
         self.routes = routes
         ends = [pts[-1] for pts in routes if len(pts) >= 2]
-        dx, dy = ARROW * 0.7, ARROW * 1.5
+        dx, dy = ARROW_HALF_WIDTH, ARROW_LENGTH
         xs = [x for x, _ in ends]
         ys = [y for _, y in ends]
         box = _bounds(xs, ys)
@@ -398,7 +400,7 @@ class ArrowHeads(LazyPathItem):
 def arrow_heads(routes: Sequence[Sequence[tuple[float, float]]]) -> QPainterPath:
     """One path with a small triangle at the end of every route."""
     path = QPainterPath()
-    dx, dy = ARROW * 0.7, ARROW * 1.5
+    dx, dy = ARROW_HALF_WIDTH, ARROW_LENGTH
     for pts in routes:  # the elements addPolygon makes, without building a polygon per head
         if len(pts) < 2:
             continue

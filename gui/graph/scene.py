@@ -105,8 +105,6 @@ class GraphScene(QGraphicsScene):
         self._node_items: dict[int, NodeItem] = {}
         #: placed nodes without an item yet (made when a view paints near them), their positions
         self._pending: dict[int, tuple[float, float]] = {}
-        self._pending_ids = np.zeros(0, dtype=np.int64)
-        self._pending_rects = np.zeros((0, 4))
         self._group_items: dict[int, GroupItem] = {}
         self._edges_of: dict[int, list[int]] = {}
         self._codes = np.zeros(0, dtype=np.int64)
@@ -190,14 +188,6 @@ class GraphScene(QGraphicsScene):
         for i, (x, y) in p.nodes.items():
             if i in items:
                 self._put(i, x, y)
-        ids = list(self._pending)
-        self._pending_ids = np.asarray(ids, dtype=np.int64)
-        if ids:
-            xy = np.asarray([self._pending[i] for i in ids], dtype=float)
-            wh = np.asarray([self.sizes[i] for i in ids], dtype=float) / 2
-            self._pending_rects = np.hstack([xy - wh, xy + wh])
-        else:
-            self._pending_rects = np.zeros((0, 4))
 
     def _put(self, i: int, x: float, y: float) -> None:
         it = self._node_item(i)
@@ -210,27 +200,20 @@ class GraphScene(QGraphicsScene):
     def materialize(self, rect: QRectF | None = None) -> int:
         """Make the items of the placed nodes that overlap ``rect`` (scene coordinates; None:
         every placed node) and have none yet; returns how many were made. Views call it before
-        they paint, so an item exists wherever it can be seen."""
+        they paint, so an item exists wherever it can be seen. The nodes' boxes are the click
+        index's (:meth:`_build_index`)."""
         if not self._pending:
             return 0
-        ids, r = self._pending_ids, self._pending_rects
-        inside = None
-        if rect is not None:
-            inside = ((r[:, 0] <= rect.right()) & (r[:, 2] >= rect.left())
+        if rect is None:
+            ids = list(self._pending)
+        else:
+            r = self._rects
+            inside = ((self._codes >= 0) & (r[:, 0] <= rect.right()) & (r[:, 2] >= rect.left())
                       & (r[:, 1] <= rect.bottom()) & (r[:, 3] >= rect.top()))
-            ids = ids[inside]
-        made = 0
-        for i in ids.tolist():
-            xy = self._pending.pop(i, None)
-            if xy is not None:  # not made since by ``nodes[i]``
-                self._put(i, *xy)
-                made += 1
-        if inside is None or not self._pending:
-            self._pending_ids, self._pending_rects = np.zeros(0, dtype=np.int64), np.zeros((0, 4))
-        elif len(ids):
-            keep = ~inside
-            self._pending_ids, self._pending_rects = self._pending_ids[keep], self._pending_rects[keep]
-        return made
+            ids = [i for i in self._codes[inside].tolist() if i in self._pending]
+        for i in ids:
+            self._put(i, *self._pending.pop(i))
+        return len(ids)
 
     def _place_groups(self, p: Placement) -> None:
         self.groups = {}
@@ -378,7 +361,7 @@ class GraphScene(QGraphicsScene):
         self.graph, self.tree, self.layout = None, None, None
         self.edges, self.sizes = [], []
         self.groups, self._node_items, self._group_items, self._edges_of = {}, {}, {}, {}
-        self._pending, self._pending_ids, self._pending_rects = {}, np.zeros(0, dtype=np.int64), np.zeros((0, 4))
+        self._pending = {}
         self._overviews, self._overlay, self._frames = [], None, None
         self._emphasis = None
         self._edge_chunks = []

@@ -176,17 +176,14 @@ class TensorsPanel(QWidget):
         self.model.set_rows([])
         self.summary.setText("")
         if self.isVisible() and not self.visibleRegion().isEmpty():  # a tab behind another: not seen
-            self._list()
+            self.ensure_listed()
 
     def showEvent(self, event) -> None:
-        self._list()
+        self.ensure_listed()
         super().showEvent(event)
 
     def ensure_listed(self) -> None:
         """List the tensors of the program set last, unless they are listed already."""
-        self._list()
-
-    def _list(self) -> None:
         if self._listed:
             return
         self._listed = True
@@ -200,7 +197,7 @@ class TensorsPanel(QWidget):
 
     def select_name(self, name: str) -> bool:
         """Select the row of a tensor by FQN or graph name."""
-        self._list()
+        self.ensure_listed()
         for i, r in enumerate(self.model.rows):
             if name in (r.name, r.graph_name):
                 src = self.model.index(i, 0)
@@ -215,7 +212,7 @@ class TensorsPanel(QWidget):
         return False
 
     def visible_names(self) -> list[str]:
-        self._list()
+        self.ensure_listed()
         return [self.proxy.index(i, 1).data() for i in range(self.proxy.rowCount())]
 
     def _on_current(self, current: QModelIndex, _previous: QModelIndex) -> None:

@@ -77,6 +77,7 @@ def install_collector(interval_ms: int = 1000):
             super().__init__(app)
             self.threshold = gc.get_threshold()
             self.frozen_base = 0  #: frozen objects after the last release (0: none yet)
+            self.frozen = 0  #: frozen objects now (new objects added at each freeze)
             self.release_pending = False
             self.timer = QTimer(self)
             self.timer.timeout.connect(self.check)
@@ -93,10 +94,12 @@ def install_collector(interval_ms: int = 1000):
             c0, c1, c2 = gc.get_count()
             if c0 > BIG:  # a heavy section's results: frozen, not walked
                 gc.freeze()
-                frozen = gc.get_freeze_count()
+                # counted from the new objects: gc.get_freeze_count() walks every frozen object
+                # (70 ms with torch imported) — only a release, a walk anyway, asks it
+                self.frozen += c0
                 if not self.frozen_base:
-                    self.frozen_base = frozen
-                elif frozen > 2 * self.frozen_base:
+                    self.frozen_base = self.frozen
+                elif self.frozen > 2 * self.frozen_base:
                     self.release_pending = True
                 return
             if c0 > self.threshold[0]:
@@ -112,7 +115,7 @@ def install_collector(interval_ms: int = 1000):
             gc.unfreeze()
             gc.collect()
             gc.freeze()
-            self.frozen_base = gc.get_freeze_count()
+            self.frozen_base = self.frozen = gc.get_freeze_count()
 
     with _lock:
         gc.disable()

@@ -59,7 +59,8 @@ def test_a_heavy_sections_objects_are_frozen_and_its_garbage_collected_at_a_rele
     collector = install_collector()
     gc.unfreeze()
     gc.collect()
-    collector.frozen_base, collector.release_pending = 0, False
+    collector.frozen_base = collector.frozen = 0
+    collector.release_pending = False
     collector.timer.setInterval(20)
     freed = []
     Cycle = _cycle_class(freed)
@@ -92,7 +93,7 @@ def test_a_heavy_sections_objects_are_frozen_and_its_garbage_collected_at_a_rele
         collector.timer.setInterval(1000)
         kept.clear()
         gc.unfreeze()
-        collector.frozen_base = 0
+        collector.frozen_base = collector.frozen = 0
 
 
 def test_a_finished_task_lets_go_of_its_callbacks_and_what_they_hold(qtbot):

@@ -102,6 +102,42 @@ def test_ctrl_e_exports_even_while_typing_in_the_search_box(window, qtbot):
     assert window.wait_settled()
 
 
+def test_the_shortcut_guard_sees_only_the_focused_text_fields_events(window, qtbot):
+    """An application-wide filter in Python takes the interpreter lock for every event of the
+    app; with a worker running Python the event loop then turned ~30 times a second instead of
+    100. The guard filters the focused text field only, and still lets Ctrl+E through."""
+    from gui.shortcut_guard import ShortcutGuard
+
+    seen: list[QObject] = []
+
+    class Counting(ShortcutGuard):
+        def eventFilter(self, obj, event):
+            seen.append(obj)
+            return super().eventFilter(obj, event)
+
+    window.shortcut_guard.deleteLater()
+    Counting(window)
+    open_model(window, TINY_CNN)
+    window.update()
+    qtbot.wait(50)
+    window.find()
+    qtbot.keyClicks(window.search.edit, "conv")
+    window.aten_panel.view.viewport().update()
+    qtbot.wait(50)
+    assert seen and set(seen) == {window.search.edit}
+    window.docks["tensors"].raise_()
+    window.tensors.filter.setFocus()
+    qtbot.wait(20)
+    seen.clear()
+    qtbot.keyClicks(window.tensors.filter, "w")
+    window.update()
+    qtbot.wait(50)
+    assert seen and set(seen) == {window.tensors.filter}
+    window.find()
+    _type(window, Qt.Key.Key_E, Qt.KeyboardModifier.ControlModifier, window.search.edit)
+    _wait_shown(qtbot, QFileDialog).reject()
+
+
 # ---------------------------------------------------------------------------------- 3, 15
 def test_a_weight_failing_its_crc_is_reported_not_left_loading(window, qtbot, corrupt_weight):
     open_model(window, corrupt_weight)

@@ -105,3 +105,15 @@ def test_output_folder_is_created_and_a_bad_report_path_is_one_line(sample, tmp_
     assert main(["convert", str(sample), "-o", str(out), "-q", "--report", str(tmp_path / "missing" / "r.json")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "missing/r.json: the folder does not exist" in err[0]
+
+
+def test_the_command_is_imported_before_numpy():
+    """``pt2ncnn`` sets numpy's BLAS to one thread (OpenBLAS starts a spinning thread per core
+    on import: ~0.1 s of CPU per run, for no matrix work); that only works while neither
+    ``engine`` nor the command module has imported numpy yet."""
+    code = ("import sys, engine, engine.cli, engine.cli.main\n"
+            "assert 'numpy' not in sys.modules, 'numpy imported before entry() runs'\n"
+            "from engine import load, Package, ExportedProgram, MemberInfo, PT2Error\n"
+            "assert load.__module__ == 'engine.reader.package' and MemberInfo.__name__ == 'MemberInfo'\n")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr

@@ -16,6 +16,7 @@ result is discarded. Starting a task with a ``group`` cancels the previous task 
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import time
 import traceback
@@ -201,8 +202,20 @@ class _Runnable(QRunnable):
         self.task._run()
 
 
+#: the interpreter's thread switch interval while tasks may run (seconds; Python's default is 5 ms)
+SWITCH_INTERVAL = 0.001
+
+
 class TaskRunner(QObject):
-    """Starts tasks on a thread pool and keeps track of them (one per window)."""
+    """Starts tasks on a thread pool and keeps track of them (one per window).
+
+    Creating one shortens the interpreter's switch interval to :data:`SWITCH_INTERVAL`. Every
+    call from Qt into Python in the GUI thread (a slot, an item's ``paint``, a timer) takes the
+    interpreter lock, and while a worker runs Python each such call waits until the worker is
+    made to let go of it — up to the whole interval. Painting a freshly laid-out graph makes
+    hundreds of such calls, so at 5 ms the window stood still for a second at a time while a big
+    model converted; at 1 ms the worker hands the lock over sooner (it is only asked to when
+    the GUI thread waits for it)."""
 
     taskStarted = Signal(object)
     taskFinished = Signal(object)
@@ -212,6 +225,8 @@ class TaskRunner(QObject):
 
     def __init__(self, parent: QObject | None = None, max_threads: int | None = None):
         super().__init__(parent)
+        if sys.getswitchinterval() > SWITCH_INTERVAL:
+            sys.setswitchinterval(SWITCH_INTERVAL)
         self.pool = QThreadPool(self)
         if max_threads:
             self.pool.setMaxThreadCount(max_threads)

@@ -84,6 +84,8 @@ class MainWindow(QMainWindow):
         self.runner = TaskRunner(self)
         self.runner.error.connect(self.reporter.report_task)
         self.doc: Document | None = None
+        self._retired: list[Document] = []  #: replaced documents, disposed once no task runs
+        self.runner.busyChanged.connect(self._dispose_retired)
         self.right_key = self.settings.get("view/right", "pnnx", str)
         if self.right_key not in ("pnnx", "ncnn"):
             self.right_key = "pnnx"
@@ -260,6 +262,7 @@ class MainWindow(QMainWindow):
         self.weight_name = ""
         if old is not None and old is not doc:
             QTimer.singleShot(0, old.close)
+            self._retired.append(old)  # disposed once no task runs (one may still use it)
         self.settings.add_recent(doc.path)
         self.setWindowTitle(f"{doc.name} — {APP_NAME}")
         self.summary_label.setText(doc.summary())
@@ -281,6 +284,15 @@ class MainWindow(QMainWindow):
         self.documentChanged.emit()
         if self.settings.get("convert/auto", True, bool):
             self._convert_after_layout = doc  # once its ATen graph is drawn
+
+    def _dispose_retired(self, busy: bool = False) -> None:
+        """Free the replaced documents now (see :meth:`Document.dispose`), once no task runs."""
+        if busy or self.runner.busy:
+            return
+        retired, self._retired = self._retired, []
+        for old in retired:
+            if old is not self.doc:
+                old.dispose()
 
     def _start_pending_conversion(self) -> None:
         doc, self._convert_after_layout = self._convert_after_layout, None

@@ -944,6 +944,8 @@ def decode_program(data: bytes | str, member: str) -> S.Program:
         raise PT2FormatError(member, f"{path}: {e.reason}" if path else e.reason) from None
     except RecursionError:
         raise PT2FormatError(member, "JSON nested too deeply") from None
+    finally:
+        dec.__dict__.clear()  # its table of bound methods is a cycle: freed now, not at a collection
 
 
 def decode_payload_config(data: bytes | str, member: str) -> dict[str, S.PayloadMeta]:
@@ -976,3 +978,5 @@ def decode_payload_config(data: bytes | str, member: str) -> dict[str, S.Payload
     except _Bad as e:
         path = _path_str(e.path)
         raise PT2FormatError(member, f"{path}: {e.reason}" if path else e.reason) from None
+    finally:
+        dec.__dict__.clear()

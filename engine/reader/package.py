@@ -139,6 +139,13 @@ class Package:
             ep.tensors.clear_cache()
         self._archive.close()
 
+    def dispose(self) -> None:
+        """Close, and let go of the models: each model refers back to its package, so without
+        this they wait for a full cyclic collection. The package and its models are not to be
+        used afterwards."""
+        self.close()
+        self.models = {}
+
     def __enter__(self) -> "Package":
         return self
 

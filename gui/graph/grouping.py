@@ -267,6 +267,7 @@ def group_tree(graph: DisplayGraph, classes: Mapping[str, str] | None = None) ->
             g = cache[m] = gid(m if m in kept else _kept_parent(m, kept)) if m else ROOT
         group_of[i] = g
         groups[g].members.append(i)
+    del gid  # it calls itself, a cycle through its closure that held every group until a collection
     # subtree sizes and first index, children first
     for g in groups:  # place in topological order: the first operator (parameters come first in the IR)
         g.first = next((i for i in g.members if nodes[i].kind != PARAM), g.members[0] if g.members else n)

@@ -359,3 +359,30 @@ def test_clicking_a_tensor_row_selects_its_node(window, qtbot):
     row = next(r for r in range(t.proxy.rowCount()) if t.proxy.index(r, 0).data() == "input")
     QTest.mouseClick(t.table.viewport(), Qt.MouseButton.LeftButton, pos=t.table.visualRect(t.proxy.index(row, 1)).center())
     assert window.aten_panel.scene.selected_names() == ["x"]
+
+
+def test_a_replaced_model_is_freed_at_once_not_at_a_collection(window, qtbot):
+    """Opening another model disposes the replaced one once no task runs: its graphs and
+    package are freed by reference counting. (Their objects refer to each other; left to the
+    collector they waited, frozen, for a release: a full collection that froze the window for
+    3.2 s after a few switches between 10k-node models.)"""
+    import gc
+    import weakref
+
+    from gui.graph.grouping import groups_of
+
+    open_model(window, TINY_CNN)  # opened and converted
+    old = window.doc
+    refs = {"ATen operator": weakref.ref(old.aten.ops[1]), "program": weakref.ref(old.program),
+            "module group": weakref.ref(groups_of(old.aten_display).groups[1]),
+            "ncnn layer": weakref.ref(old.conversion.result.ncnn.ops[1]),
+            "pnnx operator": weakref.ref(old.conversion.result.pnnx.ops[1])}
+    del old
+    gc.freeze()  # from here only reference counting (or the collector's release) frees them
+    try:
+        open_model(window, TINY_TRANSFORMER)
+        qtbot.waitUntil(lambda: not window.runner.busy, timeout=60_000)
+        assert [k for k, r in refs.items() if r() is not None] == []
+        assert window.doc.conversion is not None and window.doc.aten.ops  # the new one untouched
+    finally:
+        gc.unfreeze()

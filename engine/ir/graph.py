@@ -618,14 +618,9 @@ class Graph:
         is freed by reference counting at once: operators and operands refer to each other, and
         such cycles otherwise wait for a full cyclic collection (a second or more for a large
         model in a long-running app). For a graph nobody will read again."""
+        # through __dict__: these are not changes a snapshot counts (the graph is going away)
         for op in self._ordered():
-            od = op.__dict__
-            for o in od["outputs"]:
-                o.__dict__["producer"] = None
-                o.__dict__["consumers"] = []
-            for o in od["inputs"]:
-                o.__dict__["consumers"] = []
-            od["inputs"], od["outputs"] = [], []
+            op.__dict__["inputs"], op.__dict__["outputs"] = [], []
         for o in self.operands.values():
             o.__dict__["producer"], o.__dict__["consumers"] = None, []
         self.__dict__.clear()

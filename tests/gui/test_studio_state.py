@@ -4,7 +4,9 @@ files (bundled samples, models exported with torch at test time, a package whose
 its CRC)."""
 from __future__ import annotations
 
+import gc
 import os
+import weakref
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,8 @@ from PySide6.QtGui import QKeySequence
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QFileDialog, QLabel, QMessageBox, QProgressBar, QWidget
 
+from gui.graph.grouping import groups_of
+from gui.shortcut_guard import ShortcutGuard
 from tests.gui.conftest import SAMPLES, TINY_CNN, TINY_TRANSFORMER, open_model
 
 #: a plug-in that converts the unsupported op of ``exported("unsupported")`` (linalg.det)
@@ -106,8 +110,6 @@ def test_the_shortcut_guard_sees_only_the_focused_text_fields_events(window, qtb
     """An application-wide filter in Python takes the interpreter lock for every event of the
     app; with a worker running Python the event loop then turned ~30 times a second instead of
     100. The guard filters the focused text field only, and still lets Ctrl+E through."""
-    from gui.shortcut_guard import ShortcutGuard
-
     seen: list[QObject] = []
 
     class Counting(ShortcutGuard):
@@ -366,11 +368,6 @@ def test_a_replaced_model_is_freed_at_once_not_at_a_collection(window, qtbot):
     package are freed by reference counting. (Their objects refer to each other; left to the
     collector they waited, frozen, for a release: a full collection that froze the window for
     3.2 s after a few switches between 10k-node models.)"""
-    import gc
-    import weakref
-
-    from gui.graph.grouping import groups_of
-
     open_model(window, TINY_CNN)  # opened and converted
     old = window.doc
     refs = {"ATen operator": weakref.ref(old.aten.ops[1]), "program": weakref.ref(old.program),

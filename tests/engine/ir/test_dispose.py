@@ -52,9 +52,12 @@ def test_a_disposed_conversion_and_package_leave_no_cyclic_garbage():
 def test_a_disposed_graph_is_empty_and_usable():
     pkg = engine.load(SAMPLES / "tiny_cnn.pt2")
     g = build_graph(pkg.model)
+    op = g.ops[1]
     opd = g.ops[0].outputs[0]
     g.dispose()
     pkg.dispose()
     assert len(g.ops) == 0 and not g.operands and list(g.ops) == []
     assert opd.producer is None and opd.consumers == []
+    # an operator something still refers to (a display node) holds no operands either
+    assert op.inputs == [] and op.outputs == []
     assert pkg.models == {}

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .fp16 import Fp16Encoder
+
 FP32_TAG = 0
 FP16_TAG = 0x01306B47
 INT8_TAG = 0x000D4B38
@@ -27,8 +29,12 @@ def to_fp16(data: np.ndarray) -> np.ndarray:
     return a.astype("<f2")
 
 
-#: values per chunk when a weight is converted and written piece by piece (4 MB of fp32)
-CHUNK = 1 << 20
+#: values per chunk when a weight is converted and written piece by piece (1 MB of fp32: the
+#: chunk and the bit conversion's scratch stay in cache)
+CHUNK = 1 << 18
+#: chunks at least this long go through :class:`Fp16Encoder` (below it numpy's per-call
+#: overhead of the bit operations outweighs their speed)
+BITS_MIN = 8192
 
 
 def write_weight(data: np.ndarray, write, *, tagged: bool, fp16: bool) -> bool:
@@ -45,16 +51,21 @@ def write_weight(data: np.ndarray, write, *, tagged: bool, fp16: bool) -> bool:
     write(FP16_TAG.to_bytes(4, "little"))
     finite = True
     buf = np.empty(min(a.size, CHUNK), "<f2")
+    bits = Fp16Encoder(buf.size) if a.size >= BITS_MIN else None
     for lo in range(0, a.size, CHUNK):
         c = a[lo:lo + CHUNK]
-        if c.dtype != np.float32:
-            c = c.astype(np.float32)
+        if c.dtype != np.float32 or not c.flags.c_contiguous:
+            c = np.ascontiguousarray(c, np.float32)
         cmin, cmax = c.min(), c.max()
-        if not (-FP16_MAX <= cmin and cmax <= FP16_MAX):  # False for a NaN too
+        in_range = -FP16_MAX <= cmin and cmax <= FP16_MAX  # False for a NaN too
+        if not in_range:
             finite = finite and bool(np.isfinite(cmin) and np.isfinite(cmax))
             c = np.clip(c, -FP16_MAX, FP16_MAX)
         out = buf[:c.size]
-        np.copyto(out, c, casting="same_kind")
+        if bits is not None and c.size >= BITS_MIN and (in_range or not np.isnan(c).any()):
+            bits.into(c, out)
+        else:
+            np.copyto(out, c, casting="same_kind")
         write(out)
     if a.size % 2:
         write(FP16_PAD.to_bytes(2, "little"))

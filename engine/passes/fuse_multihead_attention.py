@@ -74,7 +74,7 @@ def _apply(op: Operator, x: np.ndarray, broadcast: bool = False) -> list[np.ndar
     if t == "aten.permute.default":
         return [np.transpose(x, p["dims"])]
     if t == "aten.select.int":
-        return [np.take(x, p["index"], axis=p["dim"])]
+        return [x[(slice(None),) * (p["dim"] % x.ndim) + (p["index"],)]]  # a view, not a copy
     if t.startswith("aten.squeeze"):
         return [x.reshape(op.outputs[0].shape)]
     if t == "aten.unsqueeze.default":
@@ -109,7 +109,8 @@ def _indices(source: Operand, chain: list[tuple[Operator, int]], broadcast: bool
     """Where each element of the chain's end comes from, as flat indices into ``source``."""
     if not _static(source.shape):
         return None
-    x = np.arange(math.prod(source.shape)).reshape(source.shape)
+    n = math.prod(source.shape)
+    x = np.arange(n, dtype=np.int32 if n < 2**31 else np.int64).reshape(source.shape)  # half the bytes to move
     try:
         for op, k in chain:
             x = _apply(op, x, broadcast)[k]
@@ -223,8 +224,8 @@ def _head_input(region: _Region, t: Operand, heads: int, length: int, d: int, na
         return False
     idx = idx.reshape(heads, length, d)
     off = int(idx[0, 0, 0])
-    h, l_, e = np.meshgrid(np.arange(heads), np.arange(length), np.arange(d), indexing="ij")
-    if not np.array_equal(idx, l_ * width + off + h * d + e):
+    want = (np.arange(heads)[:, None, None] * d + np.arange(length)[:, None] * width) + (np.arange(d) + off)
+    if not np.array_equal(idx, want):
         return False
     # the projection's input: a plain view of the token features
     in_chain, x = _chain_back(proj.x, lambda p: False)

@@ -76,12 +76,18 @@ def dtype_info(st: ScalarType) -> DType:
 
 def numpy_dtype(st: ScalarType, byteorder: str = "little"):
     """The numpy dtype that views ``st`` (raw bits for bfloat16/float8/complex32)."""
-    import numpy as np
+    key = (st, byteorder)
+    dt = _NUMPY_DTYPES.get(key)
+    if dt is None:
+        import numpy as np
 
-    d = dtype_info(st)
-    if d.itemsize == 1:
-        return np.dtype(d.code)
-    return np.dtype(("<" if byteorder == "little" else ">") + d.code)
+        d = dtype_info(st)
+        dt = np.dtype(d.code) if d.itemsize == 1 else np.dtype(("<" if byteorder == "little" else ">") + d.code)
+        _NUMPY_DTYPES[key] = dt
+    return dt
+
+
+_NUMPY_DTYPES: dict = {}  # (ScalarType, byteorder) -> numpy dtype, made once each
 
 
 # ------------------------------------------------------------------------------ geometry
@@ -121,7 +127,6 @@ def strided_view(buf, st: ScalarType, sizes, strides, offset: int, *, byteorder:
     """A read-only numpy view of ``buf`` (the whole storage, from byte 0) as ``st`` with the
     given geometry, in elements. Validates first; raises ValueError with the reason."""
     import numpy as np
-    from numpy.lib.stride_tricks import as_strided
 
     dt = numpy_dtype(st, byteorder)
     item = dt.itemsize
@@ -138,6 +143,8 @@ def strided_view(buf, st: ScalarType, sizes, strides, offset: int, *, byteorder:
         arr = np.frombuffer(buf, dtype=dt, count=need - offset, offset=offset * item).reshape(sizes)
         arr.flags.writeable = False
         return arr
+    from numpy.lib.stride_tricks import as_strided
+
     base = np.frombuffer(buf, dtype=dt, count=numel)
     start = base[offset:] if need else base[:0]
     arr = as_strided(start, shape=sizes, strides=tuple(s * item for s in strides), writeable=False)

@@ -83,3 +83,12 @@ def test_float64_and_strided_weights_are_converted_like_float32():
         data, _ = _written(a)
         want = to_fp16(np.asarray(a, np.float32).reshape(-1)).view(np.uint16)
         assert np.array_equal(np.frombuffer(data[4:4 + 2 * want.size], np.uint16), want)
+
+
+def test_weights_written_one_after_another_share_no_stale_values():
+    rng = np.random.default_rng(11)
+    big = rng.standard_normal(CHUNK + 100).astype(np.float32)
+    small = rng.standard_normal(BITS_MIN + 1).astype(np.float32)
+    for a in (big, small, big[:BITS_MIN]):  # the reused scratch is longer than the later weights
+        data, _ = _written(a)
+        assert np.array_equal(np.frombuffer(data[4:4 + 2 * a.size], np.uint16), to_fp16(a).view(np.uint16))

@@ -54,20 +54,22 @@ class StoreZipWriter:
         if crc is None:
             crc = zlib.crc32(mv) & 0xFFFFFFFF
         offset = self._sink.tell()
-        self._sink.write(_LFH.pack(0x04034B50, 0, 0, 0, 0, 0, crc, 0xFFFFFFFF, 0xFFFFFFFF,
-                                   len(raw_name), _ZIP64_EXTRA_LEN))
-        self._sink.write(raw_name)
-        self._sink.write(_ZIP64_EXTRA.pack(0x0001, _ZIP64_EXTRA_LEN - 4, size, size, 0, 0))
+        # the local header, name and extra field in one write (small writes cost more than bytes)
+        self._sink.write(b"".join((_LFH.pack(0x04034B50, 0, 0, 0, 0, 0, crc, 0xFFFFFFFF, 0xFFFFFFFF,
+                                             len(raw_name), _ZIP64_EXTRA_LEN),
+                                   raw_name, _ZIP64_EXTRA.pack(0x0001, _ZIP64_EXTRA_LEN - 4, size, size, 0, 0))))
         self._sink.write(mv)
         self._entries.append(_Entry(raw_name, offset, crc, size))
 
     def close(self) -> None:
         cd_offset = self._sink.tell()
+        cd = bytearray()  # the whole central directory, written at once
         for e in self._entries:
-            self._sink.write(_CDFH.pack(0x02014B50, 0, 0, 0, 0, 0, 0, e.crc, 0xFFFFFFFF, 0xFFFFFFFF,
-                                        len(e.name), _ZIP64_EXTRA_LEN, 0, 0xFFFF, 0, 0, 0xFFFFFFFF))
-            self._sink.write(e.name)
-            self._sink.write(_ZIP64_EXTRA.pack(0x0001, _ZIP64_EXTRA_LEN - 4, e.size, e.size, e.offset, 0))
+            cd += _CDFH.pack(0x02014B50, 0, 0, 0, 0, 0, 0, e.crc, 0xFFFFFFFF, 0xFFFFFFFF,
+                             len(e.name), _ZIP64_EXTRA_LEN, 0, 0xFFFF, 0, 0, 0xFFFFFFFF)
+            cd += e.name
+            cd += _ZIP64_EXTRA.pack(0x0001, _ZIP64_EXTRA_LEN - 4, e.size, e.size, e.offset, 0)
+        self._sink.write(cd)
         eocd64_offset = self._sink.tell()
         n = len(self._entries)
         self._sink.write(_EOCD64.pack(0x06064B50, _EOCD64.size - 4 - 8, 0, 0, 0, 0, n, n,

@@ -122,9 +122,9 @@ class Converter:
             where = self.location(e, self.validator) or self.origin.removeprefix("builtin:")
             return Refusal.at(f"validator {getattr(self.validator, '__name__', 'validator')} ({where}) failed: "
                               f"{type(e).__name__}: {e}", self.location(e, self.validator))
-        where = self.location(fn=self.validator)
         if verdict is None or verdict is True:
             return None
+        where = self.location(fn=self.validator)  # only for a refusal
         if verdict is False:
             return Refusal.at(f"unsupported: rejected by {getattr(self.validator, '__name__', 'validator')}", where)
         return Refusal.at(str(verdict), where)

@@ -13,12 +13,17 @@ from numbers import Integral
 from ..convert.context import Unsupported
 
 
+def _is_int(v) -> bool:
+    """An integer that is not a bool (a plain ``int`` without the ABC's slower check)."""
+    return type(v) is int or (isinstance(v, Integral) and not isinstance(v, bool))
+
+
 def int_tuple(value, n: int, what: str, *, at_least: int | None = None) -> tuple[int, ...]:
     """``value`` (an int or a list of 1 or ``n`` ints, each ``>= at_least``) as ``n`` ints."""
     out: tuple[int, ...] | None = None
-    if isinstance(value, Integral) and not isinstance(value, bool):
+    if _is_int(value):
         out = (int(value),) * n
-    elif isinstance(value, (list, tuple)) and all(isinstance(v, Integral) and not isinstance(v, bool) for v in value):
+    elif isinstance(value, (list, tuple)) and all(map(_is_int, value)):
         if len(value) == 1:
             out = (int(value[0]),) * n
         elif len(value) == n:

@@ -11,6 +11,7 @@ and plain Python numbers (literals).
 """
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass
@@ -111,8 +112,10 @@ _TOKEN = re.compile(r"\s*(?:(?P<arg>@\d+)|(?P<num>[-+]?(?:inf\b|(?:\d+\.?\d*|\.\
                     r"|(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<punct>[(),]))")
 
 
+@functools.lru_cache(maxsize=1024)
 def parse(text: str) -> Node:
-    """Parse an expression string into a tree; raises :class:`ExpressionError`."""
+    """Parse an expression string into a tree; raises :class:`ExpressionError`. Trees are
+    immutable, so a model's repeated expressions (every residual ``add(@0,@1)``) share one."""
     tokens: list[tuple[str, str]] = []
     pos = 0
     text = text.strip()

@@ -3,7 +3,7 @@
 Not part of the test run::
 
     PYTHONPATH=. .venv/bin/python tests/benchmarks/bench_scale.py [--sizes 1000,10000] [--kinds llama]
-        [--no-studio] [--no-pnnx] [--runs 3]
+        [--max-nodes 20000] [--no-studio] [--no-pnnx] [--no-verify] [--runs 3]
 
 Models come from :mod:`big_graphs` (exported once with ``torch.export`` in the running
 interpreter, traced with ``torch.jit.trace`` for pnnx, cached in ``/tmp/pt2ncnn-bench-scale``).
@@ -22,7 +22,10 @@ marked wall:
 * anchors: ``torch.export.load`` of the same ``.pt2`` (CPU, in process), and the pnnx CLI on
   the TorchScript trace (``pnnx m.pt inputshape=[...]``, whole process CPU, stopped after
   ``--pnnx-cpu`` CPU seconds; not run above ``--pnnx-max-nodes``: its time grows faster than
-  the graph).
+  the graph);
+* **verify** — the whole ``pt2ncnn verify m.pt2 --json`` process (wall, CPU and peak memory of
+  that process, how many layers were compared and re-run alone, the verdict), up to
+  ``--verify-max-nodes``.
 
 Writes ``results/scale.md`` and ``scale.json``.
 """
@@ -125,6 +128,40 @@ def child_engine(a: dict) -> dict:
     out.update(open=statistics.median(opened), build=statistics.median(built),
                passes=statistics.median(converted), write=statistics.median(written))
     return out
+
+
+def verify_cli(path: Path, timeout: float) -> dict:
+    """The whole ``pt2ncnn verify m.pt2 --json`` process (fp16 weights, the package's sample
+    inputs, every layer compared and re-run alone): wall and CPU seconds and peak memory of that
+    process alone (``os.wait4``), how many layers were compared and the verdict."""
+    import threading
+
+    cmd = [sys.executable, "-m", "engine.cli.main", "verify", str(path), "--json"]
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=_env(), cwd=ROOT)
+        killer = threading.Timer(timeout, proc.kill)
+        killer.start()
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            killer.cancel()
+        wall = time.perf_counter() - t
+        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read().decode(), err.read().decode(errors="replace")
+    try:
+        report = json.loads(stdout)
+    except ValueError:
+        return {"verify_error": f"exit {proc.returncode}: {stderr.strip()[-300:]}"}
+    layers = report.get("layers", [])
+    return {"verify_wall": wall, "verify_cpu": usage.ru_utime + usage.ru_stime,
+            "verify_rss_mb": usage.ru_maxrss / 1024,
+            "verify_layers": len(layers),
+            "verify_compared": sum(1 for x in layers if x.get("max_abs") is not None),
+            "verify_alone": sum(1 for x in layers if x.get("own_max_abs") is not None),
+            "verify_ok": bool(report.get("ok")), "verify_exit": proc.returncode}
 
 
 def child_torch_load(a: dict) -> dict:
@@ -247,6 +284,8 @@ def measure(kind: str, size: int, args) -> dict:
         row["pnnx_cli"] = t if t is not None else f"> {args.pnnx_cpu:.0f} s"
     if not args.no_studio:
         row.update(_child("studio", {"path": str(path), "timeout": 900}))
+    if not args.no_verify and row.get("nodes", 0) <= args.verify_max_nodes:
+        row.update(verify_cli(path, 3600))
     row["load"] = os.getloadavg()[0]
     return row
 
@@ -314,6 +353,30 @@ def write_report(rows: list[dict]) -> None:
         "worth: the GUI thread and the workers share the interpreter lock); at a load above the 2 CPUs the wall "
         "time is stretched by the other jobs.", "",
     ]
+    verified = [r for r in ok if "verify_wall" in r or "verify_error" in r]
+    if verified:
+        lines += [
+            "## Verify (`pt2ncnn verify m.pt2 --json`, whole process)", "",
+            "| model | ncnn layers | compared | re-run alone | verdict | wall | CPU | peak memory | "
+            "`torch.export.load` | verify / anchor (CPU) |",
+            "|---|---:|---:|---:|:---:|---:|---:|---:|---:|---:|",
+        ]
+        for r in verified:
+            if "verify_error" in r:
+                lines.append(f"| {r['kind']} {r['target'] // 1000}k | {r['verify_error'][:100]} |")
+                continue
+            ratio = r["verify_cpu"] / r["torch_load"] if r.get("torch_load") else None
+            verdict = "✅ no divergent layer" if r["verify_ok"] else f"exit {r['verify_exit']}"
+            lines.append(
+                f"| {r['kind']} {r['target'] // 1000}k | {r['verify_layers']:,} | {r['verify_compared']:,} | "
+                f"{r['verify_alone']:,} | {verdict} | {_f(r['verify_wall'])} | {_f(r['verify_cpu'])} | "
+                f"{r['verify_rss_mb']:.0f} MB | {_f(r.get('torch_load'))} | {_f(ratio, '', 2)} |")
+        lines += [
+            "", "*compared*: layers whose output was compared with PyTorch's intermediate value; *re-run alone*: "
+            "of those, layers also run by themselves on PyTorch's inputs (the per-layer \"alone\" error that tells "
+            "a wrong layer from drift); fp16 weights, the package's sample inputs. *peak memory*: the verify "
+            "process's largest resident set (PyTorch's program and ncnn's model side by side). The anchor is `torch.export.load` of the same package, from the table above.", "",
+        ]
     (RESULTS / "scale.md").write_text("\n".join(lines) + "\n")
 
 
@@ -326,6 +389,9 @@ def main() -> int:
     ap.add_argument("--no-pnnx", action="store_true")
     ap.add_argument("--pnnx-cpu", type=float, default=300, help="CPU seconds the pnnx CLI may take per model")
     ap.add_argument("--pnnx-max-nodes", type=int, default=12000, help="run the pnnx CLI up to this many nodes")
+    ap.add_argument("--max-nodes", type=int, help="only the sizes up to this many nodes")
+    ap.add_argument("--no-verify", action="store_true")
+    ap.add_argument("--verify-max-nodes", type=int, default=20000, help="run pt2ncnn verify up to this many nodes")
     ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -335,6 +401,7 @@ def main() -> int:
     rows = []
     for kind in args.kinds.split(","):
         sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else KIND_SIZES[kind]
+        sizes = [n for n in sizes if args.max_nodes is None or n <= args.max_nodes]
         for size in sizes:
             row = measure(kind, size, args)
             rows.append(row)

@@ -130,13 +130,28 @@ def child_engine(a: dict) -> dict:
     return out
 
 
+#: ``pt2ncnn verify PATH --json`` as the console script runs it, then the process's own peak
+#: resident set (``VmHWM``: the rusage of a child started from this big process would count this
+#: process's memory at the fork)
+_VERIFY = """
+import os, sys
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+from engine.cli.main import main
+rc = main(["verify", sys.argv[1], "--json"], exiting=True)
+sys.stdout.flush()
+with open("/proc/self/status") as f:
+    print("VmHWM", next(ln.split()[1] for ln in f if ln.startswith("VmHWM:")), file=sys.stderr, flush=True)
+os._exit(rc)
+"""
+
+
 def verify_cli(path: Path, timeout: float) -> dict:
     """The whole ``pt2ncnn verify m.pt2 --json`` process (fp16 weights, the package's sample
-    inputs, every layer compared and re-run alone): wall and CPU seconds and peak memory of that
-    process alone (``os.wait4``), how many layers were compared and the verdict."""
+    inputs, every layer compared and re-run alone): wall and CPU seconds of that process alone
+    (``os.wait4``), its peak memory, how many layers were compared and the verdict."""
     import threading
 
-    cmd = [sys.executable, "-m", "engine.cli.main", "verify", str(path), "--json"]
+    cmd = [sys.executable, "-c", _VERIFY, str(path)]
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=_env(), cwd=ROOT)
@@ -156,8 +171,9 @@ def verify_cli(path: Path, timeout: float) -> dict:
     except ValueError:
         return {"verify_error": f"exit {proc.returncode}: {stderr.strip()[-300:]}"}
     layers = report.get("layers", [])
+    hwm = [int(ln.split()[1]) for ln in stderr.splitlines() if ln.startswith("VmHWM ")]
     return {"verify_wall": wall, "verify_cpu": usage.ru_utime + usage.ru_stime,
-            "verify_rss_mb": usage.ru_maxrss / 1024,
+            "verify_rss_mb": hwm[-1] / 1024 if hwm else None,
             "verify_layers": len(layers),
             "verify_compared": sum(1 for x in layers if x.get("max_abs") is not None),
             "verify_alone": sum(1 for x in layers if x.get("own_max_abs") is not None),
@@ -370,7 +386,7 @@ def write_report(rows: list[dict]) -> None:
             lines.append(
                 f"| {r['kind']} {r['target'] // 1000}k | {r['verify_layers']:,} | {r['verify_compared']:,} | "
                 f"{r['verify_alone']:,} | {verdict} | {_f(r['verify_wall'])} | {_f(r['verify_cpu'])} | "
-                f"{r['verify_rss_mb']:.0f} MB | {_f(r.get('torch_load'))} | {_f(ratio, '', 2)} |")
+                f"{_f(r.get('verify_rss_mb'), ' MB', 0)} | {_f(r.get('torch_load'))} | {_f(ratio, '', 2)} |")
         lines += [
             "", "*compared*: layers whose output was compared with PyTorch's intermediate value; *re-run alone*: "
             "of those, layers also run by themselves on PyTorch's inputs (the per-layer \"alone\" error that tells "
@@ -391,7 +407,7 @@ def main() -> int:
     ap.add_argument("--pnnx-max-nodes", type=int, default=12000, help="run the pnnx CLI up to this many nodes")
     ap.add_argument("--max-nodes", type=int, help="only the sizes up to this many nodes")
     ap.add_argument("--no-verify", action="store_true")
-    ap.add_argument("--verify-max-nodes", type=int, default=20000, help="run pt2ncnn verify up to this many nodes")
+    ap.add_argument("--verify-max-nodes", type=int, default=25000, help="run pt2ncnn verify up to this many nodes")
     ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:

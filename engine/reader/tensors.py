@@ -13,6 +13,7 @@
 """
 from __future__ import annotations
 
+import functools
 import logging
 import math
 from dataclasses import dataclass, field
@@ -74,20 +75,15 @@ def dtype_info(st: ScalarType) -> DType:
         raise ValueError(f"unknown dtype {st!r}") from None
 
 
+@functools.cache  # made once per (dtype, byte order): every stored tensor asks
 def numpy_dtype(st: ScalarType, byteorder: str = "little"):
     """The numpy dtype that views ``st`` (raw bits for bfloat16/float8/complex32)."""
-    key = (st, byteorder)
-    dt = _NUMPY_DTYPES.get(key)
-    if dt is None:
-        import numpy as np
+    import numpy as np
 
-        d = dtype_info(st)
-        dt = np.dtype(d.code) if d.itemsize == 1 else np.dtype(("<" if byteorder == "little" else ">") + d.code)
-        _NUMPY_DTYPES[key] = dt
-    return dt
-
-
-_NUMPY_DTYPES: dict = {}  # (ScalarType, byteorder) -> numpy dtype, made once each
+    d = dtype_info(st)
+    if d.itemsize == 1:
+        return np.dtype(d.code)
+    return np.dtype(("<" if byteorder == "little" else ">") + d.code)
 
 
 # ------------------------------------------------------------------------------ geometry

@@ -66,7 +66,8 @@ def write_weight(data: np.ndarray, write, *, tagged: bool, fp16: bool) -> bool:
             finite = finite and bool(np.isfinite(cmin) and np.isfinite(cmax))
             c = np.clip(c, -FP16_MAX, FP16_MAX)
         out = buf[:c.size]
-        if bits is not None and c.size >= BITS_MIN and (in_range or not np.isnan(c).any()):
+        # a NaN anywhere makes min and max NaN: no second pass over the chunk to find one
+        if bits is not None and c.size >= BITS_MIN and not (np.isnan(cmin) or np.isnan(cmax)):
             bits.into(c, out)
         else:
             np.copyto(out, c, casting="same_kind")

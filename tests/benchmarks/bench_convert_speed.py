@@ -64,11 +64,18 @@ def ensure_exported(name: str, work: Path, python: str) -> Path | None:
     return path
 
 
+def _tree_env(tree: Path) -> dict[str, str]:
+    """The environment a child running ``tree``'s engine gets: its checkout on the path, bytecode
+    cached as an installed package runs."""
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
 def cli_cpu(python: str, tree: Path, model: Path, out: Path) -> tuple[float, float]:
     """CPU seconds ``(user, system)`` of one whole ``pt2ncnn convert`` process of ``tree``."""
     out.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, PYTHONPATH=str(tree))
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env = _tree_env(tree)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     r = subprocess.run([python, "-m", "engine.cli.main", "convert", str(model), "-o", str(out), "-q"],
                        cwd=tree, env=env, capture_output=True, text=True)
@@ -96,8 +103,7 @@ def inproc_cpu(python: str, tree: Path, model: Path, out: Path) -> tuple[float, 
     started and imported ``tree``'s engine: the conversion's own cost, without the interpreter
     start and the imports every run of the command pays alike."""
     out.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, PYTHONPATH=str(tree))
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env = _tree_env(tree)
     r = subprocess.run([python, "-c", _INPROC, str(model), str(out)], cwd=tree, env=env, capture_output=True,
                        text=True)
     try:

@@ -21,10 +21,20 @@ import math
 import re
 from typing import Any
 
+import numpy as np
+
 from .graph import Attribute, Graph, IRError, Operator, Provenance
 
 MAGIC = "7767517"
 _BARE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:/\-\[\]]*$")
+_INT = re.compile(r"[+-]?\d+")
+_FLOAT = re.compile(r"[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?")
+_DIM = re.compile(r"-?\d+")
+_NESTED = re.compile(r'[(),"]')  # a value holding one of these goes through the full parser
+_JSON = json.JSONDecoder()
+#: attribute placeholders' numpy dtypes by short dtype (float32 for any other)
+_PLACEHOLDER_DTYPES = {"f32": np.float32, "f16": np.float16, "f64": np.float64, "i64": np.int64,
+                       "i32": np.int32, "i8": np.int8, "u8": np.uint8, "bool": np.bool_}
 
 
 def format_value(v: Any) -> str:
@@ -153,8 +163,7 @@ class _ValueParser:
                 else:
                     raise IRError(f"unexpected {s[self.i]!r} in {s!r}")
         if self.i < len(s) and s[self.i] == '"':
-            dec = json.JSONDecoder()
-            v, end = dec.raw_decode(s, self.i)
+            v, end = _JSON.raw_decode(s, self.i)
             self.i = end
             return v
         j = self.i
@@ -174,14 +183,16 @@ def _scalar(tok: str) -> Any:
         return False
     if tok in ("nan", "inf", "-inf"):
         return float(tok)
-    if re.fullmatch(r"[+-]?\d+", tok):
+    if _INT.fullmatch(tok):
         return int(tok)
-    if re.fullmatch(r"[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?", tok):
+    if _FLOAT.fullmatch(tok):
         return float(tok)
     return tok
 
 
 def parse_value(s: str) -> Any:
+    if not _NESTED.search(s):  # a scalar (most values): the tokenizer would take it whole
+        return _scalar(s)
     return _ValueParser(s).parse()
 
 
@@ -194,15 +205,13 @@ def _parse_shape(s: str):
         raise IRError(f"bad shape annotation {s!r}")
     dims = []
     for d in m.group(1).split(",") if m.group(1) else []:
-        dims.append(None if d == "?" else (int(d) if re.fullmatch(r"-?\d+", d) else d))
+        dims.append(None if d == "?" else (int(d) if _DIM.fullmatch(d) else d))
     return dims, (m.group(2) or None)
 
 
 def parse_graph(text: str) -> Graph:
     """Parse the text form back into a Graph. Attributes become zero-filled placeholders of
     the recorded shape and dtype (the text form does not carry weight data)."""
-    import numpy as np
-
     lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("//")]
     if not lines or lines[0].strip() != MAGIC:
         raise IRError("missing magic number 7767517")
@@ -231,8 +240,7 @@ def parse_graph(text: str) -> Graph:
             key, _, val = t.partition("=")
             if key.startswith("@"):
                 shape, dtype = _parse_shape(val)
-                np_dtype = {"f32": np.float32, "f16": np.float16, "f64": np.float64, "i64": np.int64,
-                            "i32": np.int32, "i8": np.int8, "u8": np.uint8, "bool": np.bool_}.get(dtype or "f32", np.float32)
+                np_dtype = _PLACEHOLDER_DTYPES.get(dtype or "f32", np.float32)
                 attrs[key[1:]] = Attribute(loader=lambda s=tuple(shape), d=np_dtype: np.zeros(s, d),
                                            shape=shape, dtype=dtype or "f32")
             elif key.startswith("#"):
@@ -247,7 +255,7 @@ def parse_graph(text: str) -> Graph:
             elif key == "!mod":
                 modules = tuple("" if m == "<root>" else m for m in val.split(","))
             else:
-                k: Any = int(key) if re.fullmatch(r"-?\d+", key) else key
+                k: Any = int(key) if _DIM.fullmatch(key) else key
                 params[k] = parse_value(val)
         input_names = [""] * len(inputs) if names else []
         for arg_name, opd_name in names:  # written in input order; an operand may appear twice

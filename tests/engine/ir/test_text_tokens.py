@@ -1,5 +1,6 @@
 """Tokenising IR text lines (engine.ir.text.split_tokens): whitespace-separated tokens, double
-quoted strings kept whole (with escapes), and the unquoted fast path agreeing with it."""
+quoted strings kept whole (with escapes), and the unquoted fast path agreeing with it; reading
+values (parse_value): the scalar fast path agreeing with the tuple-aware parser."""
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -35,3 +36,45 @@ _space = st.sampled_from([" ", "  ", "\t", " \t "])
 def test_tokens_joined_by_any_whitespace_come_back(tokens, spaces):
     line = spaces[0] + "".join(t + s for t, s in zip(tokens, spaces[1:]))
     assert split_tokens(line) == tokens
+
+
+# ------------------------------------------------------------------ values (parse_value)
+_SCALARS = ["None", "True", "False", "nan", "inf", "-inf", "0", "-7", "+3", "12345678901234567890", "1.5",
+            "-0.25", ".5", "5.", "1e5", "2.5E-3", "-1e+2", "", "abc", "a.b", "layer1.0.conv", "x-1", "1e", "--1",
+            "1_000", " 1"]
+
+
+@pytest.mark.parametrize("tok", _SCALARS)
+def test_a_scalar_parses_as_the_full_parser_reads_it(tok):
+    """The scalar fast path of parse_value gives exactly what the tuple-aware parser gives."""
+    from engine.ir.text import _ValueParser, parse_value
+
+    full = _ValueParser(tok).parse()
+    fast = parse_value(tok)
+    assert type(fast) is type(full)
+    assert repr(fast) == repr(full)  # nan == nan is False; the repr tells the same value
+
+
+def test_scalar_kinds():
+    from engine.ir.text import parse_value
+
+    assert parse_value("+3") == 3 and type(parse_value("+3")) is int
+    assert parse_value("1_000") == "1_000"  # not Python's int("1_000")
+    assert parse_value("5.") == 5.0 and type(parse_value("5.")) is float
+    assert parse_value("1e") == "1e" and parse_value("") == ""
+
+
+@pytest.mark.parametrize("text, value", [("(1,2)", [1, 2]), ("((1,a),())", [[1, "a"], []]),
+                                         ('"a,b"', "a,b"), ('("x y",None)', ["x y", None])])
+def test_tuples_and_quoted_strings_parse(text, value):
+    from engine.ir.text import parse_value
+
+    assert parse_value(text) == value
+
+
+@pytest.mark.parametrize("text", ["a,b", "a)", "(1,2", "(1,2)x"])
+def test_malformed_values_are_refused(text):
+    from engine.ir.text import parse_value
+
+    with pytest.raises(IRError):
+        parse_value(text)

@@ -198,23 +198,12 @@ STALL = 0.05
 
 def child_studio(a: dict) -> dict:
     """Open + convert in a real main window; first paints and expand all (wall)."""
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as pt2ncnn-studio's entry sets it
-    assert "numpy" not in sys.modules, "numpy would have started its threads already"
-    import gui  # noqa: F401  (the binding work-around first)
     from PySide6.QtCore import QEventLoop, QTimer
-    from PySide6.QtWidgets import QApplication
 
-    from gui.main_window import MainWindow
-    from gui.settings import Settings
+    from studio_window import Ticker, studio_window, temp_settings_dir
 
-    app = QApplication.instance() or QApplication([])
-    with tempfile.TemporaryDirectory() as d:
-        settings = Settings.at(Path(d) / "studio.ini")
-        settings.mark_first_run_done()
-        w = MainWindow(settings, restore_state=False)
-        w.resize(1600, 1000)
-        w.show()
-        app.processEvents()
+    with temp_settings_dir() as d:
+        app, w = studio_window(d)
         marks: dict[str, float] = {}
         loop = QEventLoop()
 
@@ -243,13 +232,8 @@ def child_studio(a: dict) -> dict:
         timer.setSingleShot(True)
         timer.timeout.connect(loop.quit)
         timer.start(int(a.get("timeout", 900) * 1000))
-        # how still the window stands meanwhile: a 10 ms timer's ticks, until everything settled
-        ticks: list[float] = []
-        ticker = QTimer()
-        ticker.setInterval(10)
-        ticker.timeout.connect(lambda: ticks.append(time.perf_counter()))
-        ticker.start()
-        t0 = time.perf_counter()
+        ticker = Ticker()  # how still the window stands meanwhile, until everything settled
+        t0 = ticker.start()
         c0 = time.process_time()
         w.open_file(a["path"])
         loop.exec()
@@ -257,8 +241,8 @@ def child_studio(a: dict) -> dict:
         if not {"aten", "pnnx"} <= set(marks):
             return {"error": f"studio: not painted in time ({sorted(marks)})"}
         w.wait_settled(600_000)
+        gaps = ticker.gaps(t0)
         ticker.stop()
-        gaps = [b - a_ for a_, b in zip([t0, *ticks], [*ticks, time.perf_counter()])]
         out = {"stall_max": max(gaps), "stall_total": sum(g for g in gaps if g > STALL),
                "first_paint": marks["aten"] - t0, "pnnx_painted": marks["pnnx"] - t0,
                "convert_to_paint": marks["pnnx"] - marks.get("convert_start", t0), "studio_cpu": cpu,

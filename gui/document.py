@@ -207,14 +207,30 @@ class NodeCounts:
                 f"{self.weights:,} weights")
 
 
-def snapshot_counts(snapshot: str) -> NodeCounts:
-    """:class:`NodeCounts` of a pass snapshot (its text form: one operator per line after two
-    header lines, the type first) without parsing it into a graph."""
-    counts = {OP: 0, INPUT: 0, OUTPUT: 0, PARAM: 0}
-    for line in snapshot.splitlines()[2:]:
-        if line:
-            counts[kind_of_type(line.split(" ", 1)[0])] += 1
-    return NodeCounts(counts[OP], counts[INPUT] + counts[OUTPUT], counts[PARAM])
+def snapshot_counts(records) -> list[NodeCounts]:
+    """:class:`NodeCounts` of each pass record's snapshot, read from its operators' lines (the
+    type first) without parsing them into graphs or joining the text form. A pass that changed
+    nothing shares the snapshot before it, and every snapshot shares its unchanged operators'
+    lines with the one before: each snapshot is counted once, each line's kind is read once."""
+    kinds: dict[str, str] = {}  # line → node kind
+    by_snapshot: dict[int, NodeCounts] = {}
+    out = []
+    for r in records:
+        snap = r.state
+        if snap is None:
+            out.append(NodeCounts(0, 0, 0))
+            continue
+        counts = by_snapshot.get(id(snap))
+        if counts is None:
+            n = {OP: 0, INPUT: 0, OUTPUT: 0, PARAM: 0}
+            for st in snap.states:
+                kind = kinds.get(st.line)
+                if kind is None:
+                    kind = kinds[st.line] = kind_of_type(st.line.split(" ", 1)[0])
+                n[kind] += 1
+            counts = by_snapshot[id(snap)] = NodeCounts(n[OP], n[INPUT] + n[OUTPUT], n[PARAM])
+        out.append(counts)
+    return out
 
 
 @dataclass
@@ -251,7 +267,7 @@ def convert_document(ctx, doc: Document, options: ConvertOptions, *, wait_for_pr
     result = convert(doc.program, options, progress=ctx.progress, cancel=ctx, graph=doc.aten, on_pnnx=on_pnnx)
     ctx.check()
     weights = check_weights(ctx, doc)
-    counts = [snapshot_counts(r.snapshot) for r in result.records]
+    counts = snapshot_counts(result.records)
     diags = result.diagnostics + weights
     by_node, by_op = problems_by_node(diags), problems_by_operator(diags)
     # the ATen graph converted is the document's own: without problems its display is the same

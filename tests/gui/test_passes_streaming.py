@@ -156,3 +156,23 @@ def test_the_lowering_to_ncnn_waits_until_the_window_has_drawn_the_pnnx_graph(wi
     assert after_preview == [True]  # laid out before the lowering to ncnn went on
     conv = window.doc.conversion
     assert conv is not None and conv.seconds < 30 and window._preview_shown is None
+
+
+def test_pass_counts_are_the_counts_of_each_full_text_snapshot():
+    """The Passes panel's node counts (read from the structural snapshots, each shared snapshot
+    and line once) are what each pass's full text snapshot holds, parsed into a graph."""
+    from engine.ir import Graph
+    from gui.document import INPUT, OP, OUTPUT, PARAM, NodeCounts, snapshot_counts
+    from gui.graph.model import kind_of_type
+
+    for model in (TINY_CNN, TINY_TRANSFORMER):
+        records, texts = convert_with_reference(model)
+        counts = snapshot_counts(records)
+        want = []
+        for text in texts:
+            n = {OP: 0, INPUT: 0, OUTPUT: 0, PARAM: 0}
+            for op in Graph.from_text(text).ops:
+                n[kind_of_type(op.type)] += 1
+            want.append(NodeCounts(n[OP], n[INPUT] + n[OUTPUT], n[PARAM]))
+        assert counts == want
+        assert counts[0].weights > counts[-1].weights and len(set(counts)) >= 3  # passes change them

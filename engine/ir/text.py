@@ -238,17 +238,18 @@ def parse_graph(text: str) -> Graph:
         modules: tuple = ()
         for t in rest:
             key, _, val = t.partition("=")
-            if key.startswith("@"):
+            mark = key[:1]
+            if mark == "@":
                 shape, dtype = _parse_shape(val)
                 np_dtype = _PLACEHOLDER_DTYPES.get(dtype or "f32", np.float32)
                 attrs[key[1:]] = Attribute(loader=lambda s=tuple(shape), d=np_dtype: np.zeros(s, d),
                                            shape=shape, dtype=dtype or "f32")
-            elif key.startswith("#"):
+            elif mark == "#":
                 shape, dtype = _parse_shape(val)
                 opd = g.operands.get(key[1:])
                 if opd is not None:
                     opd.shape, opd.dtype = shape, dtype
-            elif key.startswith("$"):
+            elif mark == "$":
                 names.append((key[1:], val))
             elif key == "!from":
                 nodes = tuple(val.split(","))

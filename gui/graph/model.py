@@ -9,6 +9,7 @@ drops a kind of node (parameters) for the "hide parameters" toggle, and
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
@@ -46,6 +47,7 @@ _CATEGORIES: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
+@functools.cache  # a pure function of the type; a graph repeats a few dozen types
 def op_category(op_type: str) -> str:
     """Colour category of an operator type in any vocabulary (``aten.conv2d.default``,
     ``nn.Conv2d``, ``Convolution`` → ``conv``)."""

@@ -441,7 +441,6 @@ REWRITES = {
 }
 
 
-@graph_pass("decompose_runtime_lookups", "turn computed-index lookups and argmax into exact one-hot arithmetic")
 def _claimed(op: Operator, ctx) -> bool:
     """Whether a converter above the generic priority accepts ``op`` (an ``index.Tensor``: the
     pattern converters of im2col, pads and nearest resizes) as it is."""
@@ -453,6 +452,7 @@ def _claimed(op: Operator, ctx) -> bool:
     return conv is not None and conv.priority > Priority.LOW
 
 
+@graph_pass("decompose_runtime_lookups", "turn computed-index lookups and argmax into exact one-hot arithmetic")
 def run(graph: Graph, cx) -> None:
     from ..convert.context import ConversionContext
 

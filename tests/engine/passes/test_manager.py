@@ -68,3 +68,18 @@ def test_dump_writes_numbered_files(tmp_path):
 
 def test_diff_of_identical_snapshots_is_empty():
     assert diff_snapshots(TEXT, TEXT).empty
+
+
+def test_every_pipeline_pass_has_its_own_name_and_description():
+    """The Passes panel, ``--dump-passes`` file names and failure messages name a pass by its
+    ``graph_pass`` name: none may fall back to a function's ``run`` or repeat another's."""
+    from engine.passes import PIPELINE
+    from engine.passes.manager import pass_name
+
+    passes = list(dict.fromkeys(PIPELINE))  # a pass may run twice (eliminate_dead_code)
+    names = [pass_name(p) for p in passes]
+    assert all(getattr(p, "pass_name", None) for p in passes), [f"{p.__module__}.{p.__name__}" for p in passes
+                                                                  if not getattr(p, "pass_name", None)]
+    assert len(set(names)) == len(names), sorted(n for n in names if names.count(n) > 1)
+    assert all(p.pass_description for p in passes)
+    assert "decompose_runtime_lookups" in names

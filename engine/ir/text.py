@@ -216,6 +216,16 @@ def parse_graph(text: str) -> Graph:
     if not lines or lines[0].strip() != MAGIC:
         raise IRError("missing magic number 7767517")
     g = Graph()
+    operands = g.operands
+    shapes: dict[str, tuple] = {}  # annotation text → (dims, dtype): a graph repeats a few shapes
+
+    def shape_of(val: str) -> tuple[list, str | None]:
+        hit = shapes.get(val)
+        if hit is None:
+            dims, dtype = _parse_shape(val)
+            hit = shapes[val] = (tuple(dims), dtype)
+        return list(hit[0]), hit[1]  # a list of its own for each operand or attribute
+
     for lineno, line in enumerate(lines[2:], start=3):
         toks = split_tokens(line)
         if len(toks) < 4:
@@ -225,12 +235,8 @@ def parse_graph(text: str) -> Graph:
         ins = toks[4:4 + n_in]
         outs = toks[4 + n_in:4 + n_in + n_out]
         rest = toks[4 + n_in + n_out:]
-        inputs = []
-        for n in ins:
-            if n not in g.operands:
-                g.new_operand(n, exact=True)
-            inputs.append(g.operands[n])
-        outputs = [g.operands[n] if n in g.operands else g.new_operand(n, exact=True) for n in outs]
+        inputs = [operands.get(n) or g.new_operand(n, exact=True) for n in ins]
+        outputs = [operands.get(n) or g.new_operand(n, exact=True) for n in outs]
         params: dict = {}
         attrs: dict = {}
         names: list[tuple[str, str]] = []
@@ -240,13 +246,13 @@ def parse_graph(text: str) -> Graph:
             key, _, val = t.partition("=")
             mark = key[:1]
             if mark == "@":
-                shape, dtype = _parse_shape(val)
+                shape, dtype = shape_of(val)
                 np_dtype = _PLACEHOLDER_DTYPES.get(dtype or "f32", np.float32)
                 attrs[key[1:]] = Attribute(loader=lambda s=tuple(shape), d=np_dtype: np.zeros(s, d),
                                            shape=shape, dtype=dtype or "f32")
             elif mark == "#":
-                shape, dtype = _parse_shape(val)
-                opd = g.operands.get(key[1:])
+                shape, dtype = shape_of(val)
+                opd = operands.get(key[1:])
                 if opd is not None:
                     opd.shape, opd.dtype = shape, dtype
             elif mark == "$":

@@ -31,6 +31,16 @@ def test_text_round_trip_is_identical():
     assert g2.find_op("conv").attrs["weight"].shape == (4, 3, 2, 2)
 
 
+def test_parsed_operands_of_the_same_shape_each_have_their_own_list():
+    """The parser reads a repeated shape annotation once; each operand still gets a list of its
+    own (a pass may assign into one without changing the others)."""
+    g2 = Graph.from_text(small_graph().to_text())
+    y, z = g2.operands["y"], g2.operands["z"]
+    assert y.shape == z.shape == [1, 4, "s0", 8] and y.shape is not z.shape
+    y.shape[0] = 2
+    assert z.shape == [1, 4, "s0", 8]
+
+
 def test_values_round_trip():
     from engine.ir import format_value, parse_value
 

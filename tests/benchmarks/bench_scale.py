@@ -203,7 +203,7 @@ def child_studio(a: dict) -> dict:
     from studio_window import Ticker, studio_window, temp_settings_dir
 
     with temp_settings_dir() as d:
-        app, w = studio_window(d)
+        _app, w = studio_window(d)
         marks: dict[str, float] = {}
         loop = QEventLoop()
 

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import threading
 
+from engine.ir import Graph
+from gui.document import INPUT, OP, OUTPUT, PARAM, NodeCounts, snapshot_counts
+from gui.graph.model import kind_of_type
 from gui.panels.passes import PassesPanel, align
 from tests.engine.passes.reference import convert_with_reference
 from tests.gui.conftest import TINY_CNN, TINY_TRANSFORMER, open_model
@@ -161,10 +164,6 @@ def test_the_lowering_to_ncnn_waits_until_the_window_has_drawn_the_pnnx_graph(wi
 def test_pass_counts_are_the_counts_of_each_full_text_snapshot():
     """The Passes panel's node counts (read from the structural snapshots, each shared snapshot
     and line once) are what each pass's full text snapshot holds, parsed into a graph."""
-    from engine.ir import Graph
-    from gui.document import INPUT, OP, OUTPUT, PARAM, NodeCounts, snapshot_counts
-    from gui.graph.model import kind_of_type
-
     for model in (TINY_CNN, TINY_TRANSFORMER):
         records, texts = convert_with_reference(model)
         counts = snapshot_counts(records)

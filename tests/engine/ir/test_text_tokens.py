@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from engine.ir import IRError
-from engine.ir.text import split_tokens
+from engine.ir.text import _ValueParser, parse_value, split_tokens
 
 
 def test_unquoted_line_splits_on_any_whitespace_runs():
@@ -47,8 +47,6 @@ _SCALARS = ["None", "True", "False", "nan", "inf", "-inf", "0", "-7", "+3", "123
 @pytest.mark.parametrize("tok", _SCALARS)
 def test_a_scalar_parses_as_the_full_parser_reads_it(tok):
     """The scalar fast path of parse_value gives exactly what the tuple-aware parser gives."""
-    from engine.ir.text import _ValueParser, parse_value
-
     full = _ValueParser(tok).parse()
     fast = parse_value(tok)
     assert type(fast) is type(full)
@@ -56,8 +54,6 @@ def test_a_scalar_parses_as_the_full_parser_reads_it(tok):
 
 
 def test_scalar_kinds():
-    from engine.ir.text import parse_value
-
     assert parse_value("+3") == 3 and type(parse_value("+3")) is int
     assert parse_value("1_000") == "1_000"  # not Python's int("1_000")
     assert parse_value("5.") == 5.0 and type(parse_value("5.")) is float
@@ -67,14 +63,10 @@ def test_scalar_kinds():
 @pytest.mark.parametrize("text, value", [("(1,2)", [1, 2]), ("((1,a),())", [[1, "a"], []]),
                                          ('"a,b"', "a,b"), ('("x y",None)', ["x y", None])])
 def test_tuples_and_quoted_strings_parse(text, value):
-    from engine.ir.text import parse_value
-
     assert parse_value(text) == value
 
 
 @pytest.mark.parametrize("text", ["a,b", "a)", "(1,2", "(1,2)x"])
 def test_malformed_values_are_refused(text):
-    from engine.ir.text import parse_value
-
     with pytest.raises(IRError):
         parse_value(text)

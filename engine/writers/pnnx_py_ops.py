@@ -110,7 +110,11 @@ class OpContext:
 
 def _symbolic(text: str) -> bool:
     """A string param that is a symbolic size (``s77``, ``2*s77-1``) rather than a word."""
-    return bool(re.fullmatch(r"[\w*+\-/%();]+", text)) and bool(re.search(r"(?<![A-Za-z_])[su]\d+", text))
+    return bool(_EXPRESSION_CHARS.fullmatch(text)) and bool(_SYMBOL.search(text))
+
+
+_EXPRESSION_CHARS = re.compile(r"[\w*+\-/%();]+")
+_SYMBOL = re.compile(r"(?<![A-Za-z_])[su]\d+")
 
 
 _EMITTERS: dict[str, Callable[[OpContext], OpSource]] = {}

@@ -49,6 +49,11 @@ class _ValueError(ValueError):
 
 def encode_value(v: Any) -> str:
     """pnnx's ``Parameter::encode_to_string``."""
+    t = type(v)  # the common cases first (bool is not int here: type() is exact)
+    if t is int:
+        return str(v)
+    if (t is list or t is tuple) and all(type(x) is int for x in v):
+        return "(" + ",".join(map(str, v)) + ")"
     if v is None:
         return "None"
     if isinstance(v, (bool, np.bool_)):
@@ -74,8 +79,23 @@ def encode_value(v: Any) -> str:
 
 
 def _shape(dims) -> str:
-    return "(" + ",".join("?" if d is None or isinstance(d, str) or (isinstance(d, int) and d < 0) else str(int(d))
-                          for d in dims) + ")"
+    try:
+        key = tuple(dims)
+        text = _SHAPES.get(key)
+    except TypeError:  # something unhashable in it: spelled (and refused) below
+        key, text = None, None
+    if text is None:
+        text = "(" + ",".join("?" if d is None or isinstance(d, str) or (isinstance(d, int) and d < 0)
+                              else str(int(d)) for d in dims) + ")"
+        if key is not None and len(_SHAPES) < _SHAPES_MAX:
+            _SHAPES[key] = text
+    return text
+
+
+#: shape spelling by dims: a graph repeats a few shapes on thousands of operands (dims equal as
+#: dict keys — 1, 1.0, True — spell the same)
+_SHAPES: dict[tuple, str] = {}
+_SHAPES_MAX = 1 << 16
 
 
 def _check_key(op: Operator, key: str) -> None:

@@ -77,6 +77,14 @@ class Names:
 
 def literal(v: Any) -> str:
     """A param value as Python source."""
+    t = type(v)  # fast paths for the common exact types (same spelling as the checks below)
+    if t is int:
+        return str(v)
+    if t is str:
+        return repr(v)
+    if (t is list or t is tuple) and all(type(x) is int for x in v):  # sizes, strides, axes
+        inner = ", ".join(map(str, v))
+        return f"[{inner}]" if t is list else f"({inner}{',' if len(v) == 1 else ''})"
     if v is None or isinstance(v, bool):
         return repr(v)
     if isinstance(v, int):

@@ -55,6 +55,8 @@ class Diagnostic:
 
 @dataclass
 class DiagnosticList:
+    """Diagnostics in the order reported, one per (operator, reason, node)."""
+
     items: list[Diagnostic] = field(default_factory=list)
     #: (operator, reason, node) of every item, so :meth:`add` stays O(1)
     _keys: set[tuple[str, str, str]] = field(default_factory=set, init=False, repr=False, compare=False)

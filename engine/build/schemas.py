@@ -56,6 +56,8 @@ class SchemaArgument:
 
 @dataclass(frozen=True)
 class SchemaReturn:
+    """One return of an ATen operator schema."""
+
     name: str  #: "" when unnamed
     type: str
     alias: str | None = None

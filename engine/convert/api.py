@@ -43,6 +43,8 @@ class ConvertOptions:
 
 @dataclass
 class ConversionResult:
+    """What :func:`convert` made: the graphs at each level, the pass records and the diagnostics."""
+
     program: Any  #: the engine.ExportedProgram converted
     aten: Graph | None  #: the graph as built from the program (ATen vocabulary; None without ``keep_aten``)
     pnnx: Graph | None  #: the graph after ATen→pnnx lowering and pnnx-level passes

@@ -82,6 +82,8 @@ class LoadedWeight:
 
 @dataclass(frozen=True)
 class LayerSpec:
+    """One ncnn layer type as ``operators.md`` documents it: its params and weights."""
+
     type: str
     params: tuple[ParamSpec, ...]
     weights: tuple[WeightSpec, ...]

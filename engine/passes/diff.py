@@ -74,6 +74,8 @@ class DiffEntry:
 
 @dataclass
 class GraphDiff:
+    """Operators a pass added, removed and changed."""
+
     added: list[DiffEntry] = field(default_factory=list)
     removed: list[DiffEntry] = field(default_factory=list)
     changed: list[DiffEntry] = field(default_factory=list)

@@ -46,12 +46,16 @@ _Subs = dict[Operand, Operand]
 
 @dataclass
 class _Layer:
+    """One layer of an unrolled recurrent module: its cell chains and output."""
+
     chains: list[cells.Chain]  #: forward[, reverse]
     out: Operand | None
 
 
 @dataclass
 class _Module:
+    """An unrolled recurrent module found in the graph, fused as one ``nn.LSTM``/``GRU``/``RNN``."""
+
     layers: list[_Layer]
     x: Operand
     outputs: list[Operand | None]  #: output, h_n[, c_n]

@@ -56,6 +56,8 @@ class PassContext:
 
 @dataclass
 class PassRecord:
+    """What the manager kept of one pass: its name, time, snapshot and diff."""
+
     index: int
     name: str
     description: str

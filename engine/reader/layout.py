@@ -55,6 +55,8 @@ class ModelMembers:
 
 @dataclass
 class PackageLayout:
+    """Where a package's members are: its kind, root folder, archive version and models."""
+
     kind: str
     root: str  # "m/" (with the slash) or "" for the legacy flat zip
     archive_version: str

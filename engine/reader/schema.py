@@ -145,6 +145,8 @@ SymInt = Union[int, SymExpr]
 
 @dataclass(frozen=True)
 class Device:
+    """A tensor's device (``cpu``, ``cuda:0``...)."""
+
     type: str
     index: int | None = None
 
@@ -286,6 +288,8 @@ class ModuleFrame:
 
 @dataclass(frozen=True)
 class SourceLocation:
+    """Where in the user's Python source a node was traced from."""
+
     file: str
     line: int
     function: str = ""
@@ -355,6 +359,8 @@ class Node:
 
 @dataclass
 class Graph:
+    """One graph of the program: its nodes, inputs, outputs and the metadata of every value."""
+
     inputs: list[Argument]
     outputs: list[Argument]
     nodes: list[Node]
@@ -404,6 +410,8 @@ class InputSpec:
 
 @dataclass
 class OutputSpec:
+    """What one output of the program's signature is (user output, buffer mutation...)."""
+
     kind: OutputKind
     name: str
     arg: Argument
@@ -412,6 +420,8 @@ class OutputSpec:
 
 @dataclass
 class GraphSignature:
+    """The program's input and output specs, in graph order."""
+
     input_specs: list[InputSpec]
     output_specs: list[OutputSpec]
 
@@ -433,6 +443,8 @@ class PayloadMeta:
 # --------------------------------------------------------------------------- program
 @dataclass
 class ModuleCallSignature:
+    """A submodule call's inputs, outputs and pytree specs (``module_call_graph``)."""
+
     inputs: list[Argument]
     outputs: list[Argument]
     in_spec: str
@@ -442,12 +454,16 @@ class ModuleCallSignature:
 
 @dataclass
 class ModuleCallEntry:
+    """One entry of the module call graph: a submodule's path and its call signature."""
+
     fqn: str
     signature: ModuleCallSignature | None = None
 
 
 @dataclass(frozen=True)
 class SchemaVersion:
+    """The serde schema version a program was written with."""
+
     major: int
     minor: int
 

@@ -79,6 +79,8 @@ class SymbolInfo:
 
 @dataclass
 class Signature:
+    """The classified signature: user inputs and outputs, their pytrees and the symbolic sizes."""
+
     inputs: list[InputInfo]
     outputs: list[OutputInfo]
     in_tree: PyTree | None

@@ -72,6 +72,8 @@ class LayerRecord:
 
 @dataclass
 class ParamFile:
+    """A parsed ``.ncnn.param``: its counts and layers."""
+
     layer_count: int
     blob_count: int
     layers: list[LayerRecord]

@@ -48,6 +48,8 @@ def nonfinite_reason(key: str, data: np.ndarray, fp16: bool) -> str | None:
 
 @dataclass(frozen=True)
 class _RawWeight:
+    """How a custom layer's weight is stored (raw, with or without the type tag)."""
+
     tagged: bool = False
 
 
@@ -57,6 +59,8 @@ _RAW = _RawWeight()
 
 @dataclass(frozen=True)
 class NcnnWriteResult:
+    """What :func:`write_ncnn` wrote: counts of layers and blobs, file sizes, weights by storage."""
+
     layers: int
     blobs: int
     param_bytes: int

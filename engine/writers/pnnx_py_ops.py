@@ -40,6 +40,8 @@ class Weight:
 
 @dataclass
 class OpSource:
+    """The Python source one operator contributes to ``_pnnx.py``: ``__init__`` lines, weights, ``forward`` lines."""
+
     init: list[str] = field(default_factory=list)
     weights: list[Weight] = field(default_factory=list)
     forward: list[str] = field(default_factory=list)

@@ -49,6 +49,8 @@ class Param:
 
 @dataclass
 class PySignature:
+    """How a generated script's ``forward`` takes its inputs and returns its outputs."""
+
     inputs: list[Operand]  #: the graph's user inputs, in order
     vars: dict[int, str]  #: id(operand) → its variable in forward
     params: list[Param]

@@ -27,6 +27,8 @@ class _Sink(Protocol):
 
 @dataclass
 class _Entry:
+    """A member written so far (for the central directory)."""
+
     name: bytes
     offset: int
     crc: int

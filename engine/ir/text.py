@@ -38,6 +38,11 @@ _PLACEHOLDER_DTYPES = {"f32": np.float32, "f16": np.float16, "f64": np.float64, 
 
 
 def format_value(v: Any) -> str:
+    t = type(v)  # the common exact types first (the checks below spell them the same)
+    if t is int:
+        return str(v)
+    if (t is list or t is tuple) and all(type(x) is int for x in v):
+        return "(" + ",".join(map(str, v)) + ")"
     if v is None:
         return "None"
     if isinstance(v, bool):
@@ -67,29 +72,34 @@ def _format_dim(d: Any) -> str:
 
 
 def _format_shape(shape, dtype) -> str:
-    return "(" + ",".join(_format_dim(d) for d in shape) + ")" + (dtype or "")
+    return "(" + ",".join(["?" if d is None else str(d) for d in shape]) + ")" + (dtype or "")
 
 
 def format_op(op: Operator) -> str:
     """The operator's line of the text form."""
-    parts = [op.type, op.name, str(len(op.inputs)), str(len(op.outputs))]
-    parts += [i.name for i in op.inputs]
-    parts += [o.name for o in op.outputs]
-    for k, v in op.params.items():
+    d = op.__dict__
+    inputs, outputs = d["inputs"], d["outputs"]
+    parts = [d["type"], d["name"], str(len(inputs)), str(len(outputs))]
+    parts += [i.name for i in inputs]
+    parts += [o.name for o in outputs]
+    for k, v in d["params"].items():
         parts.append(f"{k}={format_value(v)}")
-    for k, a in op.attrs.items():
+    for k, a in d["attrs"].items():
         parts.append(f"@{k}={_format_shape(a.shape, a.dtype)}")
-    if op.input_names and any(op.input_names):
-        for n, i in zip(op.input_names, op.inputs):
+    input_names = d["input_names"]
+    if input_names and any(input_names):
+        for n, i in zip(input_names, inputs):
             if n:
                 parts.append(f"${n}={i.name}")
-    for o in op.outputs:
-        if o.shape is not None or o.dtype:
-            parts.append(f"#{o.name}={_format_shape(o.shape or [], o.dtype)}")
-    if op.provenance.nodes:
-        parts.append("!from=" + ",".join(op.provenance.nodes))
-    if op.provenance.modules:
-        parts.append("!mod=" + ",".join(m or "<root>" for m in op.provenance.modules))
+    for o in outputs:
+        shape, dtype = o.shape, o.dtype
+        if shape is not None or dtype:
+            parts.append(f"#{o.name}={_format_shape(shape or [], dtype)}")
+    prov = d["provenance"]
+    if prov.nodes:
+        parts.append("!from=" + ",".join(prov.nodes))
+    if prov.modules:
+        parts.append("!mod=" + ",".join(m or "<root>" for m in prov.modules))
     return " ".join(parts)
 
 

@@ -50,6 +50,18 @@ def test_values_round_trip():
         assert back == (list(v) if isinstance(v, tuple) else v), (v, format_value(v), back)
 
 
+@pytest.mark.parametrize("value,text", [
+    (7, "7"), (-1, "-1"), (True, "True"), ((5,), "(5)"), ([], "()"), ([1, -2, 3], "(1,-2,3)"),
+    ([True, 1], "(True,1)"), ([1, 2.0], "(1,2.0)"), ([[1], [2, 3]], "((1),(2,3))"), (["s0", 4], "(s0,4)"),
+])
+def test_value_spelling(value, text):
+    """Exact ints and int sequences take a fast path that must spell what the general code does
+    (bools, floats and nested values still go the general way)."""
+    from engine.ir import format_value
+
+    assert format_value(value) == text
+
+
 def test_remove_refuses_used_output_and_bypass_rewires():
     g = small_graph()
     with pytest.raises(IRError, match="still used"):

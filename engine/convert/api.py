@@ -90,11 +90,12 @@ class ConversionResult:
             raise ConversionError(f"conversion incomplete ({len(self.errors)} unsupported or failed operators); "
                                   "nothing written")
         use_fp16 = self.options.fp16 if fp16 is None else fp16
-        return write_files(ncnn_graph=self.ncnn, pnnx_graph=self.pnnx, ncnn_param=ncnn_param, ncnn_bin=ncnn_bin,
-                           pnnx_param=pnnx_param, pnnx_bin=pnnx_bin, pnnx_py=pnnx_py, ncnn_py=ncnn_py, fp16=use_fp16,
-                           partial=not self.ok, cancel=cancel, warn=self._warn_weight,
-                           program_signature=getattr(self.program, "signature", None),
-                           source=Path(self.source).name if self.source else None)
+        with _no_cyclic_gc():  # as in the conversion: a collection would walk the whole converted model
+            return write_files(ncnn_graph=self.ncnn, pnnx_graph=self.pnnx, ncnn_param=ncnn_param,
+                               ncnn_bin=ncnn_bin, pnnx_param=pnnx_param, pnnx_bin=pnnx_bin, pnnx_py=pnnx_py,
+                               ncnn_py=ncnn_py, fp16=use_fp16, partial=not self.ok, cancel=cancel,
+                               warn=self._warn_weight, program_signature=getattr(self.program, "signature", None),
+                               source=Path(self.source).name if self.source else None)
 
     def _warn_weight(self, op, reason: str) -> None:
         """A warning diagnostic (once) for an ncnn weight holding NaN or infinite values."""
@@ -139,10 +140,11 @@ def _resolve_program(source, model: str | None):
 
 @contextlib.contextmanager
 def _no_cyclic_gc():
-    """Cyclic garbage collection off while the passes run: they allocate many small objects
-    (operators, operands, parameter dicts) while the decoded program is alive, and the
-    collector's full walks of that heap cost more than the passes themselves (2.1× on a
-    10k-node graph). Operators the passes drop are freed by the next collection after."""
+    """Cyclic garbage collection off while the passes run or the files are written: they
+    allocate many small objects (operators, operands, parameter dicts, lines) while the decoded
+    program and the graphs are alive, and the collector's full walks of that heap cost more
+    than the work itself (2.1× on a 10k-node graph's passes; one walk doubled its write). What
+    the passes drop is freed by the next collection after."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:

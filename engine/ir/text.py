@@ -67,10 +67,6 @@ def format_value(v: Any) -> str:
     raise IRError(f"cannot write parameter value of type {type(v).__name__}: {v!r}")
 
 
-def _format_dim(d: Any) -> str:
-    return "?" if d is None else str(d)
-
-
 def _format_shape(shape, dtype) -> str:
     return "(" + ",".join(["?" if d is None else str(d) for d in shape]) + ")" + (dtype or "")
 

@@ -14,10 +14,11 @@ files are written unless ``--partial``); 2 bad input or usage.
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import sys
 from pathlib import Path
+
+from .collector import collector_off
 
 NAME = "convert"
 HELP = ("convert a .pt2 package to ncnn (.ncnn.param/.ncnn.bin) and pnnx (.pnnx.param/.pnnx.bin), with "
@@ -111,16 +112,8 @@ def _script_paths(args, kv: dict[str, str], paths: dict[str, Path | None]) -> di
 
 
 def run(args) -> int:
-    # Cyclic garbage collection off for the command: converting allocates many small objects
-    # that live until the end, and the collector's walks over them only cost time. In the
-    # console script the process ends right after, so nothing is collected at all.
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with collector_off(args):
         return _run(args)
-    finally:
-        if gc_was_enabled and not getattr(args, "exiting", False):
-            gc.enable()
 
 
 def _run(args) -> int:

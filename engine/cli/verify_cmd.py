@@ -16,6 +16,8 @@ import json
 import math
 import sys
 
+from .collector import collector_off
+
 NAME = "verify"
 HELP = "compare the converted model layer by layer with PyTorch and find the first layer that diverges"
 
@@ -121,6 +123,11 @@ def format_text(model: str, result, show_all: bool = False) -> str:
 
 
 def run(args) -> int:
+    with collector_off(args):
+        return _run(args)
+
+
+def _run(args) -> int:
     from engine.convert.inputshape import parse_inputshape
     from engine.verify import VerifyOptions, verify
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from .collector import collector_off
+
 NAME = "coverage"
 HELP = "list registered converters, or a model's supported/unsupported operators"
 
@@ -18,6 +20,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
+    with collector_off(args):
+        return _run(args)
+
+
+def _run(args) -> int:
     from engine.convert import ConvertOptions, convert
     from engine.convert.coverage import registered_targets
     from engine.convert.plugins import plugin_scope

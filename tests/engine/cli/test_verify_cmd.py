@@ -142,14 +142,15 @@ def test_text_report_of_a_correct_model_with_all_layers(cnn, capsys):
                for name in ("in0", "conv2d", "max_pool2d", "cat", "linear_2"))
 
 
-@pytest.mark.parametrize("command", ["verify", "convert"])
+@pytest.mark.parametrize("command", ["verify", "convert", "coverage"])
 def test_commands_run_without_collections_and_give_the_collector_back(command, cnn, tmp_path, capsys):
-    """``verify`` and ``convert`` run with the cyclic collector off (full walks over a big
+    """``verify``, ``convert`` and ``coverage`` run with the cyclic collector off (full walks over a big
     model's objects only cost time: 4 of them were 13–29% of verify on 10k-node graphs); a
     caller that goes on (not the console script) gets its setting back, and with it one young
     collection of what the command left."""
-    argv = ["verify", str(cnn), "--fp16", "0", "--json"] if command == "verify" else \
-        ["convert", str(cnn), "-o", str(tmp_path), "-q"]
+    argv = {"verify": ["verify", str(cnn), "--fp16", "0", "--json"],
+            "convert": ["convert", str(cnn), "-o", str(tmp_path), "-q"],
+            "coverage": ["coverage", str(cnn), "--json"]}[command]
     seen = []
     module = f"{command}_cmd.py"
 

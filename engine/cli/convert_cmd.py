@@ -18,7 +18,7 @@ import json
 import sys
 from pathlib import Path
 
-from .collector import collector_off
+from engine.collector import no_cyclic_gc
 
 NAME = "convert"
 HELP = ("convert a .pt2 package to ncnn (.ncnn.param/.ncnn.bin) and pnnx (.pnnx.param/.pnnx.bin), with "
@@ -112,7 +112,7 @@ def _script_paths(args, kv: dict[str, str], paths: dict[str, Path | None]) -> di
 
 
 def run(args) -> int:
-    with collector_off(args):
+    with no_cyclic_gc(restore=not getattr(args, "exiting", False)):
         return _run(args)
 
 

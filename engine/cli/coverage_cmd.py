@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from .collector import collector_off
+from engine.collector import no_cyclic_gc
 
 NAME = "coverage"
 HELP = "list registered converters, or a model's supported/unsupported operators"
@@ -20,7 +20,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    with collector_off(args):
+    with no_cyclic_gc(restore=not getattr(args, "exiting", False)):
         return _run(args)
 
 

@@ -16,7 +16,7 @@ import json
 import math
 import sys
 
-from .collector import collector_off
+from engine.collector import no_cyclic_gc
 
 NAME = "verify"
 HELP = "compare the converted model layer by layer with PyTorch and find the first layer that diverges"
@@ -123,7 +123,7 @@ def format_text(model: str, result, show_all: bool = False) -> str:
 
 
 def run(args) -> int:
-    with collector_off(args):
+    with no_cyclic_gc(restore=not getattr(args, "exiting", False)):
         return _run(args)
 
 

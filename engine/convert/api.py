@@ -8,14 +8,13 @@ conversion that did not complete unless asked (``partial=True``).
 """
 from __future__ import annotations
 
-import contextlib
-import gc
 import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
+from ..collector import no_cyclic_gc
 from ..diagnostics import Diagnostic, DiagnosticList
 from ..errors import ConversionError, PT2Error
 from ..ir import Graph
@@ -90,7 +89,7 @@ class ConversionResult:
             raise ConversionError(f"conversion incomplete ({len(self.errors)} unsupported or failed operators); "
                                   "nothing written")
         use_fp16 = self.options.fp16 if fp16 is None else fp16
-        with _no_cyclic_gc():  # as in the conversion: a collection would walk the whole converted model
+        with no_cyclic_gc():  # as the conversion: a collection would walk the whole converted model
             return write_files(ncnn_graph=self.ncnn, pnnx_graph=self.pnnx, ncnn_param=ncnn_param,
                                ncnn_bin=ncnn_bin, pnnx_param=pnnx_param, pnnx_bin=pnnx_bin, pnnx_py=pnnx_py,
                                ncnn_py=ncnn_py, fp16=use_fp16, partial=not self.ok, cancel=cancel,
@@ -138,22 +137,6 @@ def _resolve_program(source, model: str | None):
     return source  # an ExportedProgram
 
 
-@contextlib.contextmanager
-def _no_cyclic_gc():
-    """Cyclic garbage collection off while the passes run or the files are written: they
-    allocate many small objects (operators, operands, parameter dicts, lines) while the decoded
-    program and the graphs are alive, and the collector's full walks of that heap cost more
-    than the work itself (2.1× on a 10k-node graph's passes; one walk doubled its write). What
-    the passes drop is freed by the next collection after."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def convert(source, options: ConvertOptions | None = None, *,
             progress: Callable[[int, int, str], None] | None = None,
             cancel: Callable[[], bool] | None = None, graph: Graph | None = None,
@@ -175,7 +158,7 @@ def convert(source, options: ConvertOptions | None = None, *,
     opts = options or ConvertOptions()
     t0 = time.perf_counter()
     ep = _resolve_program(source, opts.model)
-    with plugin_scope(opts.converters), _no_cyclic_gc():
+    with plugin_scope(opts.converters), no_cyclic_gc():
         if graph is not None and not opts.input_shapes:
             aten = graph if opts.keep_aten else None
             graph = graph.copy()

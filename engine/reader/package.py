@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import collections
 import functools
-import gc
 import logging
 import os
 from collections.abc import Mapping
 
+from engine.collector import no_cyclic_gc
 from engine.errors import PT2Error, PT2FormatError
 from engine.reader import schema as S
 from engine.reader.archive import MemberInfo, ZipArchive
@@ -67,16 +67,12 @@ def load(path: str | os.PathLike) -> "Package":
     Raises :class:`~engine.errors.PT2FormatError` (``str(e) == f"{e.member}: {e.reason}"``) for
     any file this reader cannot accept."""
     archive = ZipArchive.open(path)
-    gc_was_enabled = gc.isenabled()
-    gc.disable()  # decoding allocates many small acyclic objects; collections only cost time
     try:
-        return Package(os.fspath(path), archive)
+        with no_cyclic_gc():  # decoding allocates many small acyclic objects
+            return Package(os.fspath(path), archive)
     except BaseException:
         archive.close()
         raise
-    finally:
-        if gc_was_enabled:
-            gc.enable()
 
 
 class _ExtraFiles(Mapping):

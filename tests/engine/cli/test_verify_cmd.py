@@ -15,6 +15,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("ncnn")
 
 from engine.cli.main import main  # noqa: E402
+from tests.gc_watch import collections_during  # noqa: E402
 from tests.engine.verify.models import BROKEN_RELU, RELU_AS_SIGMOID, deep_cnn, export, write_plugin  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -151,25 +152,19 @@ def test_commands_run_without_collections_and_give_the_collector_back(command, c
     argv = {"verify": ["verify", str(cnn), "--fp16", "0", "--json"],
             "convert": ["convert", str(cnn), "-o", str(tmp_path), "-q"],
             "coverage": ["coverage", str(cnn), "--json"]}[command]
-    seen = []
     module = f"{command}_cmd.py"
 
-    def count(phase, info):  # a collection while the command's own work runs (not the parsing before)
-        f = sys._getframe(1)
-        while f is not None and not (f.f_code.co_name == "run" and f.f_code.co_filename.endswith(module)):
-            f = f.f_back
-        if phase == "start" and f is not None:
-            seen.append(info["generation"])
+    def in_command(f):  # the command's own work (not the parsing before it)
+        return f.f_code.co_name == "run" and f.f_code.co_filename.endswith(module)
 
     was = gc.isenabled()
     gc.enable()
     gc.collect()
-    gc.callbacks.append(count)
     try:
-        assert main(argv) == 0
+        with collections_during(in_command) as seen:
+            assert main(argv) == 0
         assert gc.isenabled()
     finally:
-        gc.callbacks.remove(count)
         (gc.enable if was else gc.disable)()
     capsys.readouterr()
     assert 2 not in seen and len(seen) <= 1, seen  # at most the young collection when the collector comes back

@@ -8,6 +8,7 @@ import gc
 
 import numpy as np
 
+from tests.gc_watch import collections_during
 from tests.harness import export_pt2, rel_error, run_ncnn, torch
 
 from engine.convert import ConvertOptions, convert
@@ -24,21 +25,6 @@ class _Net(torch.nn.Module):
         return self.body(x).mean((2, 3))
 
 
-def _collections_during(fn) -> tuple[int, object]:
-    seen = []
-
-    def count(phase, info):
-        if phase == "start":
-            seen.append(info["generation"])
-
-    gc.callbacks.append(count)
-    try:
-        result = fn()
-    finally:
-        gc.callbacks.remove(count)
-    return len(seen), result
-
-
 def test_write_runs_without_collections_and_restores_the_collector(tmp_path):
     torch.manual_seed(0)
     net = _Net().eval()
@@ -50,10 +36,14 @@ def test_write_runs_without_collections_and_restores_the_collector(tmp_path):
     was = gc.isenabled()
     gc.enable()
     try:
-        n, paths = _collections_during(lambda: res.write_all(tmp_path, "m", python=True))
+        with collections_during() as seen:
+            paths = res.write_all(tmp_path, "m", python=True)
+        n = len(seen)
         assert gc.isenabled()
         gc.disable()
-        n_off, _ = _collections_during(lambda: res.write_all(tmp_path / "again", "m"))
+        with collections_during() as seen_off:
+            res.write_all(tmp_path / "again", "m")
+        n_off = len(seen_off)
         assert not gc.isenabled()  # a caller that had it off keeps it off
     finally:
         (gc.enable if was else gc.disable)()

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from engine.ir import Attribute, Graph, IRError, Provenance
+from engine.ir import Attribute, Graph, IRError, Provenance, format_value, parse_value
 
 
 def small_graph() -> Graph:
@@ -42,8 +42,6 @@ def test_parsed_operands_of_the_same_shape_each_have_their_own_list():
 
 
 def test_values_round_trip():
-    from engine.ir import format_value, parse_value
-
     for v in [None, True, False, 0, -3, 1.5, 1e-5, -2.0, "abc", "has space", "a,b", [1, 2], [[1, 2], [3]],
               ["x", 1, 2.5], [], float("inf")]:
         back = parse_value(format_value(v))
@@ -57,8 +55,6 @@ def test_values_round_trip():
 def test_value_spelling(value, text):
     """Exact ints and int sequences take a fast path that must spell what the general code does
     (bools, floats and nested values still go the general way)."""
-    from engine.ir import format_value
-
     assert format_value(value) == text
 
 

@@ -2,8 +2,9 @@
 import pytest
 
 from engine.ir import Graph
-from engine.passes import PassContext, PassError, PassManager, dump_records, graph_pass
+from engine.passes import PIPELINE, PassContext, PassError, PassManager, dump_records, graph_pass
 from engine.passes.diff import diff_snapshots
+from engine.passes.manager import pass_name
 
 TEXT = """7767517
 4 4
@@ -73,9 +74,6 @@ def test_diff_of_identical_snapshots_is_empty():
 def test_every_pipeline_pass_has_its_own_name_and_description():
     """The Passes panel, ``--dump-passes`` file names and failure messages name a pass by its
     ``graph_pass`` name: none may fall back to a function's ``run`` or repeat another's."""
-    from engine.passes import PIPELINE
-    from engine.passes.manager import pass_name
-
     passes = list(dict.fromkeys(PIPELINE))  # a pass may run twice (eliminate_dead_code)
     names = [pass_name(p) for p in passes]
     assert all(getattr(p, "pass_name", None) for p in passes), [f"{p.__module__}.{p.__name__}" for p in passes

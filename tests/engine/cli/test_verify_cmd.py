@@ -168,3 +168,7 @@ def test_commands_run_without_collections_and_give_the_collector_back(command, c
         (gc.enable if was else gc.disable)()
     capsys.readouterr()
     assert 2 not in seen and len(seen) <= 1, seen  # at most the young collection when the collector comes back
+    if command == "convert":  # what it wrote loads in ncnn and matches PyTorch (fp16/bf16 runtime options off)
+        assert main(["verify", str(cnn), "--ncnn-param", str(tmp_path / "cnn.ncnn.param"),
+                     "--ncnn-bin", str(tmp_path / "cnn.ncnn.bin"), "--json"]) == 0
+        assert _json(capsys)["outputs_ok"] is True

@@ -110,6 +110,14 @@ def error_line(path: str | None, e: BaseException) -> str:
     return f"error: {text}"
 
 
+def _import_numpy_here() -> None:
+    """Import numpy (every command reads tensors with it; loading the commands imports it) from
+    this shallow frame rather than deep inside an import chain. CPython 3.11 maps a 16 KB chunk of frame stack each time the stack
+    grows past a chunk's end and unmaps it on the way back; imported 40-odd frames deep, numpy's
+    typing module crosses that boundary back and forth 600–1,700 times: a few to 15 ms of CPU."""
+    import numpy  # noqa: F401
+
+
 def main(argv: list[str] | None = None, *, exiting: bool = False) -> int:
     """Run ``pt2ncnn`` with ``argv`` (default ``sys.argv[1:]``); returns the exit code.
     Subcommands name their input file argument ``model`` so errors can name the file.
@@ -121,6 +129,8 @@ def main(argv: list[str] | None = None, *, exiting: bool = False) -> int:
                         format="%(levelname)s %(name)s: %(message)s")
     args = None
     try:
+        if exiting:
+            _import_numpy_here()
         commands = _load_commands()
         parser = build_parser(commands)
         args = parser.parse_args(rewrite_shorthand(argv, commands))

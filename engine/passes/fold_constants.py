@@ -18,7 +18,7 @@ Some ops read only the shape of an argument (``new_zeros``, ``fill``, ``copy``'s
 constant, so an attention mask built by filling slices of ``x.new_zeros(...)`` is a constant.
 
 Splits of a constant (``split``, ``split_with_sizes``, ``chunk``, ``unbind``: :data:`SPLITS`)
-fold piece by piece, one ``pnnx.Attribute`` per output.
+fold piece by piece, one ``pnnx.Attribute`` per output; so does ``meshgrid`` of constant vectors.
 
 Not folded: ops outside the table, other ops producing several outputs, random/uninitialised
 creation ops (an ``empty`` then filled or copied into needs only its shape), and results more
@@ -605,6 +605,8 @@ class _Folder:
     def try_fold(self, op: Operator, force: bool = False) -> bool:
         if is_aten(op) and op.type in SPLITS and len(op.outputs) > 1:
             return self.fold_split(op)
+        if is_aten(op) and op.type in MESHGRIDS:
+            return self.fold_meshgrid(op)
         if not is_aten(op) or len(op.outputs) != 1 or not op.outputs[0].consumers:
             return False
         out = op.outputs[0]
@@ -747,13 +749,28 @@ class _Folder:
         """A split of a constant (``nn.MultiheadAttention``'s packed ``in_proj_weight`` cut into
         q / k / v): one ``pnnx.Attribute`` per piece, each producing the op's output operand."""
         x = op.inputs[0] if op.inputs else None
-        if x is None or not self.is_const(x) or not _static(x.shape) or not all(_static(o.shape) for o in op.outputs):
+        if x is None or not self.is_const(x) or not _static(x.shape):
+            return False
+        return self._fold_outputs(op, lambda: _pieces(np.asarray(self.const(x)), op))
+
+    def fold_meshgrid(self, op: Operator) -> bool:
+        """``meshgrid`` of constant vectors (the relative-position tables of BEiT-style
+        attention): one ``pnnx.Attribute`` per grid."""
+        if not op.inputs or not all(self.is_const(i) for i in op.inputs):
+            return False
+        indexing = op.params.get("indexing", "ij")
+        return self._fold_outputs(op, lambda: np.meshgrid(*[np.asarray(self.const(i)) for i in op.inputs],
+                                                          indexing=indexing))
+
+    def _fold_outputs(self, op: Operator, compute: Callable[[], list[np.ndarray]]) -> bool:
+        """Replace multi-output ``op`` by one ``pnnx.Attribute`` per output, from ``compute()``."""
+        if not all(_static(o.shape) for o in op.outputs):
             return False
         try:
-            pieces = _pieces(np.asarray(self.const(x)), op)
+            pieces = compute()
         except _NotConstant:
             return False
-        except Exception as e:  # numpy cannot cut it so: leave the op
+        except Exception as e:  # numpy cannot compute it so: leave the op
             log.debug("not folding %s (%s): %s", op.name, op.type, e)
             return False
         if len(pieces) != len(op.outputs) or any(list(p.shape) != list(o.shape) for o, p in zip(op.outputs, pieces)):
@@ -793,6 +810,9 @@ class _Folder:
 #: sizes their outputs have; an unbind takes each index of ``dim``
 SPLITS = {"aten.split.Tensor", "aten.split_with_sizes.default", "aten.chunk.default", "aten.split_copy.Tensor",
           "aten.split_with_sizes_copy.default", "aten.unbind.int", "aten.unbind_copy.int"}
+
+#: ``meshgrid`` of constant vectors folds one grid per output (:meth:`_Folder.fold_meshgrid`)
+MESHGRIDS = {"aten.meshgrid.default", "aten.meshgrid.indexing"}
 
 
 def _pieces(arr: np.ndarray, op: Operator) -> list[np.ndarray]:

@@ -5,15 +5,15 @@ ncnn like any other expression (:mod:`engine.converters.binary`).
 ATen → pnnx:
 
 * ``addcmul(self, t1, t2, value)`` → ``self + t1 * t2 * value``; ``addcdiv`` → ``self + t1 / t2 * value``;
-* ``lerp.Scalar|Tensor(self, end, weight)`` → ``self + (end - self) * weight``;
 * ``hypot(a, b)`` → ``sqrt(a² + b²)``; ``logaddexp(a, b)`` → ncnn's ``LOGADDEXP``;
-* ``deg2rad``/``rad2deg`` → a product with π/180 or 180/π; ``frac`` → ``x - trunc(x)``;
-  ``exp2`` → ``exp(x · ln 2)``; ``erfc`` → ``1 - erf(x)``;
-* ``logit(self, eps)`` → ``log(x / (1 - x))``, ``x`` clamped to ``[eps, 1 - eps]`` when ``eps`` is given;
+* ``deg2rad``/``rad2deg`` → a product with π/180 or 180/π; ``exp2`` → ``exp(x · ln 2)``;
+  ``erfc`` → ``1 - erf(x)``;
 * ``threshold(self, threshold, value)`` → ``where(x > threshold, x, value)``.
 
 Not here: ``sinc`` and ``xlogy``, whose exact forms divide by, or take the log of, zero on the
-branch ``where`` discards; ncnn evaluates both branches, and the NaN would survive.
+branch ``where`` discards; ncnn evaluates both branches, and the NaN would survive. ``logit``,
+``lerp`` and ``frac`` are the worked examples of the converter scaffold (``pt2ncnn scaffold``)
+and its tests, which need them unconverted; a plug-in converts them.
 """
 from __future__ import annotations
 
@@ -43,16 +43,6 @@ def add_product(ctx, op):
     return _emit_expression(ctx, op, e, e.call("add", s, part))
 
 
-@aten_converter("aten.lerp.Scalar", "aten.lerp.Tensor")
-def lerp(ctx, op):
-    e = ExpressionBuilder()
-    s = _term(ctx, op, e, "self", ["end", "weight"])
-    end = _term(ctx, op, e, "end", ["self", "weight"])
-    w = e.literal(_scalar(ctx, op, "weight")) if op.type == "aten.lerp.Scalar" else \
-        _term(ctx, op, e, "weight", ["self", "end"])
-    return _emit_expression(ctx, op, e, e.call("add", s, e.call("mul", e.call("sub", end, s), w)))
-
-
 @aten_converter("aten.hypot.default", "aten.logaddexp.default")
 def binary_composite(ctx, op):
     e = ExpressionBuilder()
@@ -65,7 +55,6 @@ def binary_composite(ctx, op):
 _UNARY = {
     "aten.deg2rad.default": lambda e, x: e.call("mul", x, e.literal(math.pi / 180)),
     "aten.rad2deg.default": lambda e, x: e.call("mul", x, e.literal(180 / math.pi)),
-    "aten.frac.default": lambda e, x: e.call("sub", x, e.call("trunc", x)),
     "aten.exp2.default": lambda e, x: e.call("exp", e.call("mul", x, e.literal(math.log(2.0)))),
     "aten.erfc.default": lambda e, x: e.call("sub", e.literal(1.0), e.call("erf", x)),
 }
@@ -75,17 +64,6 @@ _UNARY = {
 def unary_composite(ctx, op):
     e = ExpressionBuilder()
     return _emit_expression(ctx, op, e, _UNARY[op.type](e, _term(ctx, op, e, "self", None)))
-
-
-@aten_converter("aten.logit.default")
-def logit(ctx, op):
-    e = ExpressionBuilder()
-    x = _term(ctx, op, e, "self", None)
-    eps = op.params.get("eps")
-    if eps is not None:
-        eps = _scalar(ctx, op, "eps")
-        x = e.call("maximum", e.call("minimum", x, e.literal(1.0 - eps)), e.literal(eps))
-    return _emit_expression(ctx, op, e, e.call("log", e.call("div", x, e.call("sub", e.literal(1.0), x))))
 
 
 @aten_converter("aten.threshold.default")

@@ -9,8 +9,11 @@ ATen → pnnx (pnnx's own spellings):
 * ``aten.flatten.using_ints`` → ``torch.flatten`` (``start_dim``, ``end_dim``);
 * ``aten.squeeze.dim|dims|default`` → ``torch.squeeze`` (``dim``); ``aten.unsqueeze.default`` →
   ``torch.unsqueeze`` (``dim``);
-* ``aten.permute.default`` → ``Tensor.permute`` (``dims``); ``aten.transpose.int`` /
-  ``aten.t.default`` → ``torch.transpose`` (``dim0``, ``dim1``);
+* ``aten.permute.default`` / ``aten.numpy_T.default`` (``x.T``: dims reversed) →
+  ``Tensor.permute`` (``dims``); ``aten.transpose.int`` / ``aten.t.default`` → ``torch.transpose``
+  (``dim0``, ``dim1``);
+* ``aten.repeat_interleave.self_int`` (an int count along one dim) → ``torch.unsqueeze`` after the
+  dim, ``Tensor.expand`` of the new axis, ``Tensor.reshape`` merging it;
 * ``aten.cat.default`` / ``aten.concat.default`` → ``torch.cat`` (``dim``);
 * ``aten.chunk.default`` → ``torch.chunk``; ``aten.split.Tensor``,
   ``aten.split_with_sizes.default``, ``aten.split.sizes`` → ``torch.split``
@@ -301,6 +304,16 @@ def t(ctx, op):
     return _transpose(ctx, op.inputs[0], 0, 1)
 
 
+@aten_converter("aten.numpy_T.default")
+def numpy_t(ctx, op):
+    """``x.T``: every dim reversed."""
+    x = op.inputs[0]
+    rank = _rank(x)
+    if rank < 2:
+        return x
+    return ctx.emit("Tensor.permute", [x], params={"dims": list(range(rank - 1, -1, -1))})
+
+
 @aten_converter("aten.swapaxes.default")
 def swapaxes(ctx, op):
     return _transpose(ctx, op.inputs[0], op.params["axis0"], op.params["axis1"])
@@ -548,6 +561,27 @@ def repeat(ctx, op):
     if all(r == 1 for r in repeats) and len(repeats) == rank:
         return x
     return ctx.emit("Tensor.repeat", [x], params={"sizes": repeats})
+
+
+@aten_converter("aten.repeat_interleave.self_int")
+def repeat_interleave(ctx, op):
+    """``repeat_interleave(x, r, dim)`` with an int ``r``: each element ``r`` times in a row along
+    ``dim`` — a new axis of ``r`` after ``dim`` (``unsqueeze`` + ``expand``) merged into it."""
+    x, out = op.inputs[0], op.outputs[0]
+    r, dim = op.params.get("repeats"), op.params.get("dim")
+    if not isinstance(r, int) or isinstance(r, bool) or dim is None:
+        ctx.unsupported(f"repeat_interleave with repeats={r!r}, dim={dim!r} (an int count along one dim is converted)")
+    if x.shape is None or out.shape is None or not all(isinstance(v, int) for v in (*x.shape, *out.shape)):
+        ctx.unsupported(f"repeat_interleave of {x.name} {x.shape}: the shapes must be static")
+    if r == 1:
+        return x
+    shape = list(x.shape)
+    d = normalize_dim(dim, len(shape))
+    wide = shape[:d + 1] + [1] + shape[d + 1:]
+    u = ctx.emit("torch.unsqueeze", [x], params={"dim": d + 1}, shape=wide)
+    wide = shape[:d + 1] + [r] + shape[d + 1:]
+    e = ctx.emit("Tensor.expand", [u], params={"sizes": wide}, shape=wide)
+    return ctx.emit("Tensor.reshape", [e], params={"shape": list(out.shape)})
 
 
 def index_tensor(op, ctx):

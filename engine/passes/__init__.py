@@ -66,6 +66,7 @@ PIPELINE = [
     normalize_inplace.run,
     normalize_aliases.run,
     remove_noops.run,
+    eliminate_dead_code.run,
     fuse_unrolled_rnn.run,
     fold_constants.run,
     eliminate_uninitialised.run,

@@ -5,15 +5,16 @@ ncnn like any other expression (:mod:`engine.converters.binary`).
 ATen → pnnx:
 
 * ``addcmul(self, t1, t2, value)`` → ``self + t1 * t2 * value``; ``addcdiv`` → ``self + t1 / t2 * value``;
-* ``hypot(a, b)`` → ``sqrt(a² + b²)``; ``logaddexp(a, b)`` → ncnn's ``LOGADDEXP``;
+* ``logaddexp(a, b)`` → ncnn's ``LOGADDEXP``;
 * ``deg2rad``/``rad2deg`` → a product with π/180 or 180/π; ``exp2`` → ``exp(x · ln 2)``;
   ``erfc`` → ``1 - erf(x)``;
 * ``threshold(self, threshold, value)`` → ``where(x > threshold, x, value)``.
 
 Not here: ``sinc`` and ``xlogy``, whose exact forms divide by, or take the log of, zero on the
 branch ``where`` discards; ncnn evaluates both branches, and the NaN would survive. ``logit``,
-``lerp`` and ``frac`` are the worked examples of the converter scaffold (``pt2ncnn scaffold``)
-and its tests, which need them unconverted; a plug-in converts them.
+``lerp``, ``frac`` and ``hypot`` are the worked examples of the converter scaffold (``pt2ncnn
+scaffold``) and of Studio's plug-in loop, whose tests need them unconverted; a plug-in converts
+them.
 """
 from __future__ import annotations
 
@@ -43,13 +44,11 @@ def add_product(ctx, op):
     return _emit_expression(ctx, op, e, e.call("add", s, part))
 
 
-@aten_converter("aten.hypot.default", "aten.logaddexp.default")
-def binary_composite(ctx, op):
+@aten_converter("aten.logaddexp.default")
+def logaddexp(ctx, op):
     e = ExpressionBuilder()
     a, b = _term(ctx, op, e, "self", "other"), _term(ctx, op, e, "other", "self")
-    if op.type == "aten.logaddexp.default":
-        return _emit_expression(ctx, op, e, e.call("logaddexp", a, b))
-    return _emit_expression(ctx, op, e, e.call("sqrt", e.call("add", e.call("square", a), e.call("square", b))))
+    return _emit_expression(ctx, op, e, e.call("logaddexp", a, b))
 
 
 _UNARY = {

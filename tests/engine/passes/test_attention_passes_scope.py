@@ -30,5 +30,7 @@ def test_dead_code_outside_attention_is_removed_by_dead_code_elimination_only(tm
     assert "p_unused_weight" in dead
     for name in dead:
         assert removed_by.get(name) == "eliminate_dead_code", (name, removed_by.get(name))
-    assert removed_by.get("mean", "recompose_attention") == "recompose_attention"  # the unread averaged weights
+    # the unread averaged weights: dead before the attention is recomposed (dead code goes once
+    # before lowering too), or taken with it
+    assert removed_by.get("mean", "recompose_attention") in ("recompose_attention", "eliminate_dead_code")
     assert [op.type for op in result.ncnn.ops].count("MultiHeadAttention") == 1

@@ -18,7 +18,9 @@ ATen → pnnx:
   the kept slices of ``self`` and ``src``;
 * ``aten.gather.default`` with a constant index that picks the same positions along ``dim``
   everywhere (an index_select, possibly of a smaller block) → ``Tensor.slice`` per smaller dim +
-  ``torch.index_select``;
+  ``torch.index_select``; along the last dim with an index that depends only on ``q - k`` (a
+  relative-position table, DeBERTa) → ``torch.index_select`` + the reshape/slice "relative
+  shift";
 * a run-time mask or condition is :mod:`engine.converters.logical`'s (the validators here refuse it);
   casts are :mod:`engine.converters.cast`'s, comparisons :mod:`engine.converters.compare`'s.
 
@@ -220,14 +222,45 @@ def _gather_plan(op, ctx):
     return dim, line, list(idx.shape)
 
 
+def _relative_plan(op, ctx):
+    """``(g, Q, K)`` when gather's constant index along the last dim depends only on ``q - k``
+    (its row ``q`` and column ``k``), the same for every leading position: a relative-position
+    table, as DeBERTa's disentangled attention gathers its scores (``index[q, k] = g[q - k + K - 1]``);
+    else None."""
+    x, index, out = op.inputs[0], op.named_input("index"), op.outputs[0]
+    idx = None if index is None else ctx.const_value(index)
+    if idx is None or x.shape is None or out.shape is None or np.ndim(idx) < 2 or np.ndim(idx) != len(x.shape):
+        return None
+    if not all(isinstance(d, int) for d in (*x.shape, *out.shape)):
+        return None
+    idx = np.asarray(idx, np.int64)
+    if normalize_dim(op.params["dim"], idx.ndim) != idx.ndim - 1 or list(x.shape[:-1]) != list(idx.shape[:-1]):
+        return None
+    table = idx.reshape(-1, *idx.shape[-2:])
+    if not (table == table[:1]).all():
+        return None
+    table = table[0]
+    q, k = table.shape
+    if (table[1:, 1:] != table[:-1, :-1]).any():  # not constant along the diagonals
+        return None
+    g = np.concatenate([table[0, ::-1], table[1:, 0]])  # g[d + K - 1] = index at q - k = d
+    size = x.shape[-1]
+    g = np.where(g < 0, g + size, g)
+    if g.min() < 0 or g.max() >= size:
+        return None
+    return g, q, k
+
+
 def _check_gather(op, ctx):
-    if _gather_plan(op, ctx) is None:
+    if _gather_plan(op, ctx) is None and _relative_plan(op, ctx) is None:
         return "unsupported: gather with a run-time index or one that differs along other dims"
     return None
 
 
 @aten_converter("aten.gather.default", validator=_check_gather)
 def gather(ctx, op):
+    if _gather_plan(op, ctx) is None:
+        return _relative_gather(ctx, op)
     x = op.inputs[0]
     dim, line, sizes = _gather_plan(op, ctx)
     shape = list(x.shape)
@@ -238,6 +271,29 @@ def gather(ctx, op):
     size = shape[dim]
     index = [int(i) + (size if i < 0 and isinstance(size, int) else 0) for i in line]
     return ctx.emit("torch.index_select", [x], params={"dim": dim, "index": index})
+
+
+def _relative_gather(ctx, op):
+    """``out[..., q, k] = x[..., q, g(q - k)]`` without a gather: one ``index_select`` makes every
+    row hold ``x[q, g(d)]`` for ``d`` from ``Q - 1`` down to ``1 - K`` (``L = Q + K - 1``
+    columns); flattened, row ``q``'s window starts ``L - 1`` elements after row ``q - 1``'s, so a
+    slice of the flat rows reshaped to ``L - 1`` columns puts every window at column 0 (the
+    Transformer-XL "relative shift"), and a last slice keeps ``K`` columns."""
+    x, out = op.inputs[0], op.outputs[0]
+    g, q, k = _relative_plan(op, ctx)
+    lead = list(x.shape[:-2])
+    width = q + k - 1
+    picks = [int(g[q - 1 - j + k - 1]) for j in range(width)]
+    y = ctx.emit("torch.index_select", [x], params={"dim": len(x.shape) - 1, "index": picks},
+                 shape=lead + [q, width])
+    flat = ctx.emit("Tensor.reshape", [y], params={"shape": lead + [q * width]}, shape=lead + [q * width])
+    cut = ctx.emit("Tensor.slice", [flat], params={"dim": len(lead), "start": q - 1,
+                                                    "end": q - 1 + q * (width - 1), "step": 1},
+                   shape=lead + [q * (width - 1)])
+    rows = ctx.emit("Tensor.reshape", [cut], params={"shape": lead + [q, width - 1]}, shape=lead + [q, width - 1])
+    if width - 1 == k:
+        return ctx.emit("Tensor.reshape", [rows], params={"shape": list(out.shape)})
+    return ctx.emit("Tensor.slice", [rows], params={"dim": len(lead) + 1, "start": 0, "end": k, "step": 1})
 
 
 # ----------------------------------------------------------------------------- pnnx → ncnn

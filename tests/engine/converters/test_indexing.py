@@ -220,3 +220,46 @@ def test_outer_product_and_many_run_gathers(tmp_path, dialect, name):
     if name.startswith("many_runs"):
         types = [op.type for op in c.result.ncnn.ops]
         assert "MatMul" in types and types.count("Crop") <= 4, types
+
+
+def _relative_index(q: int, k: int, span: int, log_buckets: bool = False) -> torch.Tensor:
+    """DeBERTa's relative positions: ``q - k`` clamped to the span (or log-bucketed far away)."""
+    rel = torch.arange(q)[:, None] - torch.arange(k)[None, :]
+    if log_buckets:  # DeBERTa-v2's make_log_bucket_position, small
+        mid = span // 2
+        far = torch.sign(rel) * (mid + torch.ceil(torch.log(rel.abs().float() / mid + 1e-6) * 1.5)).long()
+        rel = torch.where(rel.abs() <= mid, rel, far)
+    return torch.clamp(rel + span, 0, 2 * span - 1)
+
+
+def _relative_gather_model(q, k, span, heads, log_buckets=False):
+    idx = _relative_index(q, k, span, log_buckets)
+    return Fn(lambda x: torch.gather(x * 1.5, -1, idx.unsqueeze(0).expand(heads, q, k)) + 1)
+
+
+RELATIVE = {  # (Q, K, span, heads, log buckets)
+    "square": (6, 6, 4, 1, False),
+    "heads_wide_table": (5, 7, 6, 4, False),
+    "two_rows": (2, 5, 3, 2, False),
+    "log_buckets": (12, 12, 8, 2, True),
+}
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("name", list(RELATIVE))
+def test_gather_by_relative_position(tmp_path, dialect, name):
+    """A constant gather index that depends only on ``q - k`` (DeBERTa's disentangled attention)."""
+    q, k, span, heads, log_buckets = RELATIVE[name]
+    check_module(_relative_gather_model(q, k, span, heads, log_buckets), [torch.randn(heads, q, 2 * span)],
+                 tmp_path, dialect=dialect, forbid_types=["Gather"])
+
+
+def test_gather_by_an_index_that_is_not_relative_is_refused(tmp_path):
+    from engine.convert import ConvertOptions, convert
+    from tests.harness import export_pt2
+
+    idx = torch.randint(0, 8, (1, 6, 6), generator=torch.Generator().manual_seed(1))
+    pt2 = export_pt2(Fn(lambda x: torch.gather(x, -1, idx.expand(2, 6, 6))), [torch.randn(2, 6, 8)], tmp_path / "m.pt2")
+    result = convert(str(pt2), ConvertOptions())
+    assert [(d.op, d.reason) for d in result.errors] == [
+        ("aten.gather.default", "unsupported: gather with a run-time index or one that differs along other dims")]

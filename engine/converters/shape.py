@@ -571,12 +571,14 @@ def repeat_interleave(ctx, op):
     r, dim = op.params.get("repeats"), op.params.get("dim")
     if not isinstance(r, int) or isinstance(r, bool) or dim is None:
         ctx.unsupported(f"repeat_interleave with repeats={r!r}, dim={dim!r} (an int count along one dim is converted)")
-    if x.shape is None or out.shape is None or not all(isinstance(v, int) for v in (*x.shape, *out.shape)):
-        ctx.unsupported(f"repeat_interleave of {x.name} {x.shape}: the shapes must be static")
-    if r == 1:
-        return x
+    if x.shape is None or out.shape is None:
+        ctx.unsupported(f"repeat_interleave of {x.name}: shape unknown")
     shape = list(x.shape)
     d = normalize_dim(dim, len(shape))
+    if not isinstance(shape[d], int):
+        ctx.unsupported(f"repeat_interleave along the dynamic dim {d} of {x.name} {shape}")
+    if r == 1:
+        return x
     wide = shape[:d + 1] + [1] + shape[d + 1:]
     u = ctx.emit("torch.unsqueeze", [x], params={"dim": d + 1}, shape=wide)
     wide = shape[:d + 1] + [r] + shape[d + 1:]

@@ -48,3 +48,12 @@ def test_case(tmp_path, dialect, name):
     module, shapes = CASES[name]
     torch.manual_seed(0)
     check_module(module, [torch.randn(*s) for s in shapes], tmp_path, dialect=dialect)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("length", [5, 9])
+def test_interleave_beside_a_dynamic_length(tmp_path, dialect, length):
+    """GPT-J's rotary table: interleaved along the (static) head dim, the sequence length dynamic."""
+    n = torch.export.Dim("n", min=2, max=32)
+    check_module(Fn(lambda x: torch.repeat_interleave(x.sin(), 2, dim=-1) * 2.0), [torch.randn(1, 7, 6)], tmp_path,
+                 dialect=dialect, dynamic_shapes=(({1: n},),), run_inputs=[torch.randn(1, length, 6)])

@@ -1054,7 +1054,8 @@ def slice_ncnn(ctx, op):
     start, end = _slice_bounds(src[axis], op.params["start"], op.params["end"], step)
     if step == 1:
         return _crop(ctx, x, axis, start, end, ncnn_shape(out), final=True)
-    if not is_static(src):
+    if not is_static(src) and not (isinstance(src[axis], int) and len(src) == 3 and axis > 0):
+        # a strided h or w of a 3-D blob pools that blob directly, whatever its other dims
         ctx.unsupported("strided slice of a tensor with dynamic shape")
     stop = src[axis] if end == -233 else end
     cropped = list(src)

@@ -57,3 +57,19 @@ def test_interleave_beside_a_dynamic_length(tmp_path, dialect, length):
     n = torch.export.Dim("n", min=2, max=32)
     check_module(Fn(lambda x: torch.repeat_interleave(x.sin(), 2, dim=-1) * 2.0), [torch.randn(1, 7, 6)], tmp_path,
                  dialect=dialect, dynamic_shapes=(({1: n},),), run_inputs=[torch.randn(1, length, 6)])
+
+
+class RotateEveryTwo(torch.nn.Module):
+    """GPT-J's rotate_every_two: strided slices of the head dim, the sequence length dynamic."""
+
+    def forward(self, x):
+        x1, x2 = x[..., ::2], x[..., 1::2]
+        return torch.stack((-x2, x1), dim=-1).flatten(-2) + torch.repeat_interleave(x1.cos(), 2, dim=-1)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("length", [5, 9])
+def test_strided_head_dim_beside_a_dynamic_length(tmp_path, dialect, length):
+    n = torch.export.Dim("n", min=2, max=32)
+    check_module(RotateEveryTwo(), [torch.randn(1, 7, 4, 8)], tmp_path, dialect=dialect,
+                 dynamic_shapes=({1: n},), run_inputs=[torch.randn(1, length, 4, 8)])

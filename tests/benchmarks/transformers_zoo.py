@@ -10,7 +10,7 @@ exported one.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import torch
@@ -78,6 +78,16 @@ def _decoder_config(cls, **kw):
     return cls(**c)
 
 
+def _decoder(prefix: str, **config):
+    """A decoder family whose model and config are ``transformers.<prefix>Model`` /
+    ``<prefix>Config`` with :func:`_decoder_config`'s small sizes (and ``config``)."""
+    @_seed
+    def build(with_mask):
+        import transformers as T
+        return _text(getattr(T, f"{prefix}Model")(_decoder_config(getattr(T, f"{prefix}Config"), **config)), with_mask)
+    return build
+
+
 @_seed
 def bert(with_mask):
     import transformers as T
@@ -128,40 +138,22 @@ def gpt_neo(with_mask):
     return _text(T.GPTNeoModel(cfg), with_mask)
 
 
-@_seed
-def llama(with_mask):
-    import transformers as T
-    return _text(T.LlamaModel(_decoder_config(T.LlamaConfig)), with_mask)
+llama = _decoder("Llama")
 
 
-@_seed
-def mistral(with_mask):
-    import transformers as T
-    return _text(T.MistralModel(_decoder_config(T.MistralConfig, sliding_window=8)), with_mask)
+mistral = _decoder("Mistral", sliding_window=8)
 
 
-@_seed
-def qwen2(with_mask):
-    import transformers as T
-    return _text(T.Qwen2Model(_decoder_config(T.Qwen2Config)), with_mask)
+qwen2 = _decoder("Qwen2")
 
 
-@_seed
-def qwen3(with_mask):
-    import transformers as T
-    return _text(T.Qwen3Model(_decoder_config(T.Qwen3Config, head_dim=8)), with_mask)
+qwen3 = _decoder("Qwen3", head_dim=8)
 
 
-@_seed
-def phi3(with_mask):
-    import transformers as T
-    return _text(T.Phi3Model(_decoder_config(T.Phi3Config)), with_mask)
+phi3 = _decoder("Phi3")
 
 
-@_seed
-def gemma(with_mask):
-    import transformers as T
-    return _text(T.GemmaModel(_decoder_config(T.GemmaConfig, head_dim=8)), with_mask)
+gemma = _decoder("Gemma", head_dim=8)
 
 
 @_seed
@@ -194,6 +186,253 @@ def siglip_text(with_mask):
     cfg = T.SiglipTextConfig(vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                              num_attention_heads=4, max_position_embeddings=64)
     return _text(T.SiglipTextModel(cfg), with_mask)
+
+
+@_seed
+def opt(with_mask):
+    import transformers as T
+    cfg = T.OPTConfig(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, ffn_dim=64, num_attention_heads=4,
+                      max_position_embeddings=64, word_embed_proj_dim=32, pad_token_id=0, bos_token_id=1,
+                      eos_token_id=2, use_cache=False)
+    return _text(T.OPTModel(cfg), with_mask)
+
+
+@_seed
+def bloom(with_mask):
+    import transformers as T
+    cfg = T.BloomConfig(vocab_size=VOCAB, hidden_size=32, n_layer=2, n_head=4, use_cache=False, pad_token_id=0)
+    return _text(T.BloomModel(cfg), with_mask)
+
+
+FALCON = dict(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, max_position_embeddings=64,
+              use_cache=False, pad_token_id=0)
+
+
+@_seed
+def falcon(with_mask):
+    import transformers as T
+    return _text(T.FalconModel(T.FalconConfig(**FALCON)), with_mask)
+
+
+@_seed
+def falcon_alibi(with_mask):
+    """Falcon's new decoder architecture (grouped KV heads) with ALiBi instead of rotary positions."""
+    import transformers as T
+    cfg = T.FalconConfig(**FALCON, num_kv_heads=2, new_decoder_architecture=True, alibi=True)
+    return _text(T.FalconModel(cfg), with_mask)
+
+
+@_seed
+def gpt_j(with_mask):
+    import transformers as T
+    cfg = T.GPTJConfig(vocab_size=VOCAB, n_positions=64, n_embd=32, n_layer=2, n_head=4, rotary_dim=4,
+                       use_cache=False, bos_token_id=1, eos_token_id=2)
+    return _text(T.GPTJModel(cfg), with_mask)
+
+
+@_seed
+def gpt_neox(with_mask):
+    import transformers as T
+    cfg = T.GPTNeoXConfig(**SMALL, max_position_embeddings=64, rotary_pct=0.25, use_cache=False, bos_token_id=1,
+                          eos_token_id=2)
+    return _text(T.GPTNeoXModel(cfg), with_mask)
+
+
+@_seed
+def gpt_bigcode(with_mask):
+    import transformers as T
+    cfg = T.GPTBigCodeConfig(vocab_size=VOCAB, n_embd=32, n_layer=2, n_head=4, n_positions=64, multi_query=True,
+                             use_cache=False)
+    return _text(T.GPTBigCodeModel(cfg), with_mask)
+
+
+@_seed
+def codegen(with_mask):
+    import transformers as T
+    cfg = T.CodeGenConfig(vocab_size=VOCAB, n_embd=32, n_layer=2, n_head=4, n_positions=64, n_ctx=64, rotary_dim=4,
+                          use_cache=False)
+    return _text(T.CodeGenModel(cfg), with_mask)
+
+
+stablelm = _decoder("StableLm", partial_rotary_factor=0.25)
+
+
+olmo = _decoder("Olmo")
+
+
+olmo2 = _decoder("Olmo2")
+
+
+phi = _decoder("Phi", partial_rotary_factor=0.5)
+
+
+cohere = _decoder("Cohere")
+
+
+granite = _decoder("Granite")
+
+
+@_seed
+def gemma2(with_mask):
+    import transformers as T
+    cfg = _decoder_config(T.Gemma2Config, head_dim=8, sliding_window=8, attn_logit_softcapping=50.0,
+                          final_logit_softcapping=30.0)
+    return _text(T.Gemma2Model(cfg), with_mask)
+
+
+starcoder2 = _decoder("Starcoder2", sliding_window=8)
+
+
+def _batched_experts(model):
+    """Mixture-of-experts models with the experts as batched matmuls over the routed tokens' weights. transformers'
+    default ("grouped_mm") exports through its own ``grouped_mm_fallback`` op (with histc/sort bookkeeping) and
+    "eager" (a loop over the experts that were hit) does not export (a guard on a data-dependent count)."""
+    model.set_experts_implementation("batched_mm")
+    return model
+
+
+@_seed
+def mixtral(with_mask):
+    import transformers as T
+    cfg = _decoder_config(T.MixtralConfig, num_local_experts=4, num_experts_per_tok=2)
+    return _text(_batched_experts(T.MixtralModel(cfg)), with_mask)
+
+
+@_seed
+def qwen2_moe(with_mask):
+    import transformers as T
+    cfg = _decoder_config(T.Qwen2MoeConfig, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=16,
+                          shared_expert_intermediate_size=32, decoder_sparse_step=1)
+    return _text(_batched_experts(T.Qwen2MoeModel(cfg)), with_mask)
+
+
+@_seed
+def qwen3_moe(with_mask):
+    import transformers as T
+    cfg = _decoder_config(T.Qwen3MoeConfig, head_dim=8, num_experts=4, num_experts_per_tok=2,
+                          moe_intermediate_size=16, decoder_sparse_step=1)
+    return _text(_batched_experts(T.Qwen3MoeModel(cfg)), with_mask)
+
+
+@_seed
+def deepseek_v3(with_mask):
+    import transformers as T
+    cfg = _decoder_config(T.DeepseekV3Config, num_key_value_heads=4, moe_intermediate_size=16, n_shared_experts=1,
+                          n_routed_experts=4, num_experts_per_tok=2, first_k_dense_replace=1, q_lora_rank=16,
+                          kv_lora_rank=16, qk_rope_head_dim=8, qk_nope_head_dim=8, v_head_dim=8, n_group=1,
+                          topk_group=1)
+    return _text(_batched_experts(T.DeepseekV3Model(cfg)), with_mask)
+
+
+@_seed
+def mpnet(with_mask):
+    import transformers as T
+    return _text(T.MPNetModel(T.MPNetConfig(**SMALL, max_position_embeddings=66, pad_token_id=1)), with_mask)
+
+
+@_seed
+def xlm_roberta(with_mask):
+    import transformers as T
+    return _text(T.XLMRobertaModel(T.XLMRobertaConfig(**SMALL, max_position_embeddings=66, pad_token_id=1)),
+                 with_mask)
+
+
+@_seed
+def deberta_v2(with_mask):
+    import transformers as T
+    cfg = T.DebertaV2Config(**SMALL, max_position_embeddings=64, relative_attention=True, position_buckets=16,
+                            pos_att_type=["p2c", "c2p"], max_relative_positions=-1, pad_token_id=0)
+    return _text(T.DebertaV2Model(cfg), with_mask)
+
+
+@_seed
+def mobilebert(with_mask):
+    import transformers as T
+    cfg = T.MobileBertConfig(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                             intermediate_size=64, embedding_size=16, intra_bottleneck_size=16, true_hidden_size=16,
+                             max_position_embeddings=64, num_feedforward_networks=2)
+    case = _text(T.MobileBertModel(cfg), with_mask)
+    case.seq_range = (3, 32)  # its trigram embedding guards the length against 2
+    return case
+
+
+@_seed
+def convbert(with_mask):
+    import transformers as T
+    cfg = T.ConvBertConfig(**SMALL, embedding_size=32, head_ratio=2, conv_kernel_size=3, num_groups=1,
+                           max_position_embeddings=64)
+    return _text(T.ConvBertModel(cfg), with_mask)
+
+
+@_seed
+def fnet(with_mask):
+    import transformers as T
+    cfg = T.FNetConfig(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, intermediate_size=64,
+                       max_position_embeddings=64, use_tpu_fourier_optimizations=False)
+    return _text(T.FNetModel(cfg), with_mask)
+
+
+@_seed
+def esm(with_mask):
+    import transformers as T
+    cfg = T.EsmConfig(**SMALL, max_position_embeddings=64, position_embedding_type="rotary", pad_token_id=1,
+                      mask_token_id=2)
+    return _text(T.EsmModel(cfg, add_pooling_layer=False), with_mask)
+
+
+@_seed
+def funnel(with_mask):
+    import transformers as T
+    cfg = T.FunnelConfig(vocab_size=VOCAB, d_model=32, n_head=4, d_head=8, d_inner=64, block_sizes=[1, 1],
+                         num_decoder_layers=1)
+    case = _text(T.FunnelBaseModel(cfg), with_mask)
+    return replace(case, seq_dims={}, make=None)  # static: the pooling specializes the length
+
+
+#: the encoder-decoder text models: BART's config names, 2 + 2 layers
+ENC_DEC = dict(vocab_size=VOCAB, d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+               decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=64,
+               pad_token_id=0, bos_token_id=1, eos_token_id=2, decoder_start_token_id=1, use_cache=False)
+
+
+def _seq2seq(model, with_mask: bool) -> Case:
+    """Encoder token ids (and mask) of the sequence length, and 4 decoder token ids whatever the length."""
+    case = _text(model, with_mask, extra=lambda n: {"decoder_input_ids": token_ids(4, seed=2)})
+    case.int_inputs += ("decoder_input_ids",)
+    return case
+
+
+def _enc_dec(prefix: str):
+    """An encoder-decoder family: ``transformers.<prefix>Model`` of ``<prefix>Config(**ENC_DEC)``."""
+    @_seed
+    def build(with_mask):
+        import transformers as T
+        return _seq2seq(getattr(T, f"{prefix}Model")(getattr(T, f"{prefix}Config")(**ENC_DEC)), with_mask)
+    return build
+
+
+@_seed
+def t5(with_mask):
+    import transformers as T
+    cfg = T.T5Config(d_model=32, d_kv=8, d_ff=64, num_layers=2, num_decoder_layers=2, num_heads=4, vocab_size=VOCAB,
+                     relative_attention_num_buckets=8, relative_attention_max_distance=16, decoder_start_token_id=0,
+                     use_cache=False)
+    return _seq2seq(T.T5Model(cfg), with_mask)
+
+
+bart = _enc_dec("Bart")
+
+
+marian = _enc_dec("Marian")
+
+
+pegasus = _enc_dec("Pegasus")
+
+
+mbart = _enc_dec("MBart")
+
+
+m2m100 = _enc_dec("M2M100")
 
 
 def _image(model, size: int = 32, name: str = "pixel_values") -> Case:
@@ -240,6 +479,133 @@ def detr(with_mask):
     return _image(T.DetrForObjectDetection(cfg), 64)
 
 
+def _lively(model):
+    """PyTorch's default init for the convolutions and random BatchNorm statistics, so activations do not vanish
+    through deep conv stacks (with HF's std=0.02 init MobileViT's output is exactly 0)."""
+    g = torch.Generator().manual_seed(3)
+    with torch.no_grad():
+        for mod in model.modules():
+            if isinstance(mod, (torch.nn.Conv1d, torch.nn.Conv2d)):
+                mod.reset_parameters()
+            elif isinstance(mod, torch.nn.modules.batchnorm._BatchNorm) and mod.running_mean is not None:
+                n = mod.num_features
+                mod.running_mean.copy_(torch.randn(n, generator=g) * 0.1)
+                mod.running_var.copy_(torch.rand(n, generator=g) + 0.5)
+                if mod.weight is not None:
+                    mod.weight.copy_(torch.rand(n, generator=g) + 0.5)
+                    mod.bias.copy_(torch.randn(n, generator=g) * 0.1)
+    return model
+
+
+@_seed
+def swin(with_mask):
+    import transformers as T
+    cfg = T.SwinConfig(image_size=32, patch_size=2, embed_dim=16, depths=[1, 1], num_heads=[2, 2], window_size=4)
+    return _image(_lively(T.SwinModel(cfg)))
+
+
+@_seed
+def focalnet(with_mask):
+    import transformers as T
+    cfg = T.FocalNetConfig(image_size=32, patch_size=4, embed_dim=16, depths=[1, 1], focal_levels=[2, 2],
+                           focal_windows=[3, 3])
+    return _image(_lively(T.FocalNetModel(cfg)))
+
+
+@_seed
+def beit(with_mask):
+    import transformers as T
+    return _image(_lively(T.BeitModel(T.BeitConfig(**VISION, use_relative_position_bias=True))))
+
+
+@_seed
+def data2vec_vision(with_mask):
+    import transformers as T
+    cfg = T.Data2VecVisionConfig(**VISION, use_relative_position_bias=True)
+    return _image(_lively(T.Data2VecVisionModel(cfg)))
+
+
+@_seed
+def dinov2(with_mask):
+    import transformers as T
+    cfg = T.Dinov2Config(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, mlp_ratio=2, image_size=32,
+                         patch_size=8)
+    return _image(_lively(T.Dinov2Model(cfg)))
+
+
+@_seed
+def yolos(with_mask):
+    import transformers as T
+    cfg = T.YolosConfig(**dict(VISION, image_size=[32, 32]), num_detection_tokens=5)
+    return _image(_lively(T.YolosModel(cfg, add_pooling_layer=False)))
+
+
+@_seed
+def mobilevit(with_mask):
+    import transformers as T
+    cfg = T.MobileViTConfig(image_size=64, patch_size=2, hidden_sizes=[16, 24, 32],
+                            neck_hidden_sizes=[8, 8, 16, 16, 24, 24, 32], num_attention_heads=2)
+    return _image(_lively(T.MobileViTModel(cfg)), 64)
+
+
+@_seed
+def segformer(with_mask):
+    import transformers as T
+    cfg = T.SegformerConfig(num_encoder_blocks=2, depths=[1, 1], sr_ratios=[2, 1], hidden_sizes=[16, 32],
+                            patch_sizes=[7, 3], strides=[4, 2], num_attention_heads=[1, 2], mlp_ratios=[2, 2],
+                            decoder_hidden_size=32)
+    return _image(_lively(T.SegformerModel(cfg)), 64)
+
+
+@_seed
+def pvt_v2(with_mask):
+    import transformers as T
+    cfg = T.PvtV2Config(image_size=64, num_encoder_blocks=2, depths=[1, 1], sr_ratios=[2, 1], hidden_sizes=[16, 32],
+                        patch_sizes=[7, 3], strides=[4, 2], num_attention_heads=[1, 2], mlp_ratios=[2, 2])
+    return _image(_lively(T.PvtV2Model(cfg)), 64)
+
+
+@_seed
+def convnext(with_mask):
+    import transformers as T
+    cfg = T.ConvNextConfig(hidden_sizes=[16, 32], depths=[1, 1], num_stages=2, image_size=32)
+    return _image(_lively(T.ConvNextModel(cfg)))
+
+
+@_seed
+def convnext_v2(with_mask):
+    import transformers as T
+    cfg = T.ConvNextV2Config(hidden_sizes=[16, 32], depths=[1, 1], num_stages=2)
+    return _image(_lively(T.ConvNextV2Model(cfg)))
+
+
+@_seed
+def resnet(with_mask):
+    import transformers as T
+    cfg = T.ResNetConfig(embedding_size=16, hidden_sizes=[16, 32], depths=[1, 1])
+    return _image(_lively(T.ResNetModel(cfg)))
+
+
+@_seed
+def regnet(with_mask):
+    import transformers as T
+    cfg = T.RegNetConfig(embedding_size=16, hidden_sizes=[16, 32], depths=[1, 1], groups_width=8)
+    return _image(_lively(T.RegNetModel(cfg)))
+
+
+@_seed
+def efficientnet(with_mask):
+    import transformers as T
+    cfg = T.EfficientNetConfig(image_size=32, width_coefficient=0.25, depth_coefficient=0.2, hidden_dim=320)
+    return _image(_lively(T.EfficientNetModel(cfg)))
+
+
+@_seed
+def mobilenet_v2(with_mask):
+    import transformers as T
+    return _image(_lively(T.MobileNetV2Model(T.MobileNetV2Config(image_size=32, depth_multiplier=0.25))))
+
+
 def _audio(model, name: str, x: torch.Tensor) -> Case:
     return Case(model, {name: x})
 
@@ -255,10 +621,10 @@ def whisper_encoder(with_mask):
     return _audio(T.WhisperModel(cfg).get_encoder(), "input_features", x)
 
 
-def _wav2vec2_like(cls_cfg, cls_model):
+def _wav2vec2_like(cls_cfg, cls_model, **kw):
     cfg = cls_cfg(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
                   conv_dim=(16, 16), conv_stride=(5, 2), conv_kernel=(10, 3), num_conv_pos_embeddings=16,
-                  num_conv_pos_embedding_groups=4, vocab_size=VOCAB)
+                  num_conv_pos_embedding_groups=4, vocab_size=VOCAB, **kw)
     x = torch.randn(1, 400, generator=torch.Generator().manual_seed(1))
     return _audio(cls_model(cfg), "input_values", x)
 
@@ -273,6 +639,71 @@ def wav2vec2(with_mask):
 def hubert(with_mask):
     import transformers as T
     return _wav2vec2_like(T.HubertConfig, T.HubertModel)
+
+
+@_seed
+def wav2vec2_conformer(with_mask):
+    import transformers as T
+    return _wav2vec2_like(T.Wav2Vec2ConformerConfig, T.Wav2Vec2ConformerModel, conv_depthwise_kernel_size=3,
+                          position_embeddings_type="relative")
+
+
+@_seed
+def wav2vec2_conformer_rotary(with_mask):
+    import transformers as T
+    return _wav2vec2_like(T.Wav2Vec2ConformerConfig, T.Wav2Vec2ConformerModel, conv_depthwise_kernel_size=3,
+                          position_embeddings_type="rotary")
+
+
+@_seed
+def sew(with_mask):
+    import transformers as T
+    return _wav2vec2_like(T.SEWConfig, T.SEWModel, squeeze_factor=2)
+
+
+@_seed
+def wavlm(with_mask):
+    import transformers as T
+    return _wav2vec2_like(T.WavLMConfig, T.WavLMModel, num_buckets=16, max_bucket_distance=64)
+
+
+@_seed
+def data2vec_audio(with_mask):
+    import transformers as T
+    return _wav2vec2_like(T.Data2VecAudioConfig, T.Data2VecAudioModel, conv_pos_kernel_size=5)
+
+
+@_seed
+def whisper(with_mask):
+    """The whole encoder-decoder: log-mel features and 4 decoder token ids."""
+    import transformers as T
+    c = {k: v for k, v in ENC_DEC.items() if k != "max_position_embeddings"}
+    cfg = T.WhisperConfig(**c, num_mel_bins=16, max_source_positions=16, max_target_positions=16)
+    x = torch.randn(1, 16, 32, generator=torch.Generator().manual_seed(1))
+    case = _audio(T.WhisperModel(cfg), "input_features", x)
+    case.inputs["decoder_input_ids"] = token_ids(4, seed=2)
+    case.int_inputs = ("decoder_input_ids",)
+    return case
+
+
+@_seed
+def speech2text_encoder(with_mask):
+    import transformers as T
+    cfg = T.Speech2TextConfig(vocab_size=VOCAB, d_model=32, encoder_layers=2, decoder_layers=1,
+                              encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=64,
+                              decoder_ffn_dim=64, input_feat_per_channel=16, conv_channels=32,
+                              max_source_positions=64, max_target_positions=64)
+    x = torch.randn(1, 40, 16, generator=torch.Generator().manual_seed(1))
+    return _audio(T.Speech2TextModel(cfg).get_encoder(), "input_features", x)
+
+
+@_seed
+def ast(with_mask):
+    import transformers as T
+    cfg = T.ASTConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+                      patch_size=16, frequency_stride=10, time_stride=10, max_length=64, num_mel_bins=32)
+    x = torch.randn(1, 64, 32, generator=torch.Generator().manual_seed(1))
+    return _audio(T.ASTModel(cfg), "input_values", x)
 
 
 @_seed
@@ -297,4 +728,31 @@ FAMILIES: dict[str, tuple[Callable[[bool], Case], bool]] = {
     "ViT": (vit, False), "DeiT": (deit, False), "CLIP text": (clip_text, True), "CLIP vision": (clip_vision, False),
     "SigLIP text": (siglip_text, False), "SigLIP vision": (siglip_vision, False), "DETR": (detr, False),
     "timm LeViT": (levit, False), "timm EdgeNeXt": (edgenext, False),
+    # decoder-only text models
+    "OPT": (opt, True), "BLOOM": (bloom, True), "Falcon": (falcon, True), "Falcon ALiBi": (falcon_alibi, True),
+    "GPT-J": (gpt_j, True), "GPT-NeoX": (gpt_neox, True), "GPTBigCode": (gpt_bigcode, True),
+    "CodeGen": (codegen, True), "StableLM": (stablelm, True), "OLMo": (olmo, True), "OLMo2": (olmo2, True),
+    "Phi": (phi, True), "Cohere": (cohere, True), "Granite": (granite, True), "Gemma2": (gemma2, True),
+    "Starcoder2": (starcoder2, True),
+    # mixture of experts
+    "Mixtral": (mixtral, False), "Qwen2-MoE": (qwen2_moe, False), "Qwen3-MoE": (qwen3_moe, False),
+    "DeepSeek-V3": (deepseek_v3, False),
+    # encoder-only text models
+    "MPNet": (mpnet, True), "XLM-RoBERTa": (xlm_roberta, True), "DeBERTa-v2": (deberta_v2, False),
+    "MobileBERT": (mobilebert, True), "ConvBERT": (convbert, True), "FNet": (fnet, False), "ESM": (esm, True),
+    "Funnel": (funnel, True),
+    # encoder-decoder text models
+    "T5 encoder-decoder": (t5, True), "BART encoder-decoder": (bart, True), "Marian": (marian, True),
+    "Pegasus": (pegasus, True), "MBart": (mbart, True), "M2M100": (m2m100, True),
+    # speech
+    "Whisper encoder-decoder": (whisper, False), "Speech2Text encoder": (speech2text_encoder, False),
+    "Wav2Vec2-Conformer": (wav2vec2_conformer, False),
+    "Wav2Vec2-Conformer rotary": (wav2vec2_conformer_rotary, False), "SEW": (sew, False), "WavLM": (wavlm, False),
+    "Data2VecAudio": (data2vec_audio, False), "AST": (ast, False),
+    # vision
+    "Swin": (swin, False), "FocalNet": (focalnet, False), "BEiT": (beit, False),
+    "Data2VecVision": (data2vec_vision, False), "Dinov2": (dinov2, False), "YOLOS": (yolos, False),
+    "MobileViT": (mobilevit, False), "SegFormer": (segformer, False), "PVTv2": (pvt_v2, False),
+    "ConvNeXt": (convnext, False), "ConvNeXtV2": (convnext_v2, False), "ResNet": (resnet, False),
+    "RegNet": (regnet, False), "EfficientNet": (efficientnet, False), "MobileNetV2": (mobilenet_v2, False),
 }

@@ -112,9 +112,10 @@ def error_line(path: str | None, e: BaseException) -> str:
 
 def _import_numpy_here() -> None:
     """Import numpy (every command reads tensors with it; loading the commands imports it) from
-    this shallow frame rather than deep inside an import chain. CPython 3.11 maps a 16 KB chunk of frame stack each time the stack
-    grows past a chunk's end and unmaps it on the way back; imported 40-odd frames deep, numpy's
-    typing module crosses that boundary back and forth 600–1,700 times: a few to 15 ms of CPU."""
+    this shallow frame rather than deep inside an import chain. CPython 3.11 maps a 16 KB chunk
+    of frame stack each time the stack grows past a chunk's end and unmaps it on the way back;
+    imported 40-odd frames deep, numpy's typing module crosses that boundary back and forth
+    600–1,700 times: a few to 15 ms of CPU."""
     import numpy  # noqa: F401
 
 

@@ -22,14 +22,7 @@ import math
 
 from ..convert.registry import aten_converter
 from ._expression import ExpressionBuilder
-from .binary import _emit_expression, _term
-
-
-def _scalar(ctx, op, name: str, default=None):
-    v = op.params.get(name, default)
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        ctx.unsupported(f"{name}={v!r} is not a number")
-    return v
+from .binary import _emit_expression, _scalar_param, _term
 
 
 @aten_converter("aten.addcmul.default", "aten.addcdiv.default")
@@ -38,7 +31,7 @@ def add_product(ctx, op):
     s, a, b = (_term(ctx, op, e, n, [m for m in ("self", "tensor1", "tensor2") if m != n])
                for n in ("self", "tensor1", "tensor2"))
     part = e.call("mul" if op.type == "aten.addcmul.default" else "div", a, b)
-    value = _scalar(ctx, op, "value", 1)
+    value = _scalar_param(ctx, op, "value")
     if value != 1:
         part = e.call("mul", part, e.literal(value))
     return _emit_expression(ctx, op, e, e.call("add", s, part))
@@ -69,5 +62,5 @@ def unary_composite(ctx, op):
 def threshold(ctx, op):
     e = ExpressionBuilder()
     x = _term(ctx, op, e, "self", None)
-    th, value = e.literal(_scalar(ctx, op, "threshold")), e.literal(_scalar(ctx, op, "value"))
+    th, value = _term(ctx, op, e, "threshold", None), _term(ctx, op, e, "value", None)
     return _emit_expression(ctx, op, e, e.call("where", e.call("gt", x, th), x, value))

@@ -35,7 +35,7 @@ import numpy as np
 from ..convert.registry import aten_converter, ncnn_rule
 from ..convert.shapes import batch_dim, ncnn_axes, ncnn_axis, ncnn_shape, normalize_dim
 from ._expression import ExpressionBuilder
-from .shape import INT64_MAX, intermediate, reshape_to
+from .shape import INT64_MAX, intermediate, is_static, reshape_to
 
 
 # ----------------------------------------------------------------------------- ATen → pnnx
@@ -231,7 +231,7 @@ def _relative_plan(op, ctx):
     idx = None if index is None else ctx.const_value(index)
     if idx is None or x.shape is None or out.shape is None or np.ndim(idx) < 2 or np.ndim(idx) != len(x.shape):
         return None
-    if not all(isinstance(d, int) for d in (*x.shape, *out.shape)):
+    if not is_static(x.shape) or not is_static(out.shape):
         return None
     idx = np.asarray(idx, np.int64)
     if normalize_dim(op.params["dim"], idx.ndim) != idx.ndim - 1 or list(x.shape[:-1]) != list(idx.shape[:-1]):
@@ -259,10 +259,11 @@ def _check_gather(op, ctx):
 
 @aten_converter("aten.gather.default", validator=_check_gather)
 def gather(ctx, op):
-    if _gather_plan(op, ctx) is None:
+    plan = _gather_plan(op, ctx)
+    if plan is None:
         return _relative_gather(ctx, op)
     x = op.inputs[0]
-    dim, line, sizes = _gather_plan(op, ctx)
+    dim, line, sizes = plan
     shape = list(x.shape)
     for d, n in enumerate(sizes):
         if d != dim and n != shape[d]:
@@ -290,9 +291,10 @@ def _relative_gather(ctx, op):
     cut = ctx.emit("Tensor.slice", [flat], params={"dim": len(lead), "start": q - 1,
                                                     "end": q - 1 + q * (width - 1), "step": 1},
                    shape=lead + [q * (width - 1)])
-    rows = ctx.emit("Tensor.reshape", [cut], params={"shape": lead + [q, width - 1]}, shape=lead + [q, width - 1])
-    if width - 1 == k:
-        return ctx.emit("Tensor.reshape", [rows], params={"shape": list(out.shape)})
+    rows = lead + [q, width - 1]
+    if width - 1 == k:  # two rows: the windows are the whole rows
+        return ctx.emit("Tensor.reshape", [cut], params={"shape": rows})
+    rows = ctx.emit("Tensor.reshape", [cut], params={"shape": rows}, shape=rows)
     return ctx.emit("Tensor.slice", [rows], params={"dim": len(lead) + 1, "start": 0, "end": k, "step": 1})
 
 

@@ -1,6 +1,6 @@
 """Matching ATen chains for the ``recompose_*`` passes: :class:`Match` collects the operators of
 a chain while it is walked from its root towards its inputs; :func:`arg`, :func:`number` and
-:func:`commuted` read an operator's arguments."""
+:func:`commuted` read an operator's arguments; :func:`const_array` a constant operand's value."""
 from __future__ import annotations
 
 from typing import Any
@@ -50,6 +50,18 @@ def const_scalar(opd: Operand) -> Any:
     p = opd.producer
     if p is not None and p.type == "pnnx.Attribute" and "data" in p.attrs and int(np.prod(p.attrs["data"].shape)) == 1:
         return np.asarray(p.attrs["data"].data).reshape(-1)[0].item()
+    return None
+
+
+def const_array(opd: Operand | None) -> np.ndarray | None:
+    """The value of a constant operand (a folded scalar or a ``pnnx.Attribute``, loaded), else None."""
+    if opd is None:
+        return None
+    if "const" in opd.meta:
+        return np.asarray(opd.meta["const"])
+    p = opd.producer
+    if p is not None and p.type == "pnnx.Attribute" and "data" in p.attrs:
+        return np.asarray(p.attrs["data"].data)
     return None
 
 

@@ -42,21 +42,11 @@ import numpy as np
 from ..converters.shape import gather_runs
 from ..ir import Graph, Operand, Operator
 from ._aten import AtenEmitter
+from ._match import const_array
 from .fold_dynamic_constants import cut_constant_to, largest_size
 from .manager import graph_pass
 
 log = logging.getLogger(__name__)
-
-
-def _const(opd: Operand | None):
-    if opd is None:
-        return None
-    if "const" in opd.meta:
-        return np.asarray(opd.meta["const"])
-    p = opd.producer
-    if p is not None and p.type == "pnnx.Attribute" and "data" in p.attrs:
-        return np.asarray(p.attrs["data"].data)
-    return None
 
 
 def _static(*operands: Operand) -> bool:
@@ -175,7 +165,7 @@ class _Rewriter:
 def _embedding(r: _Rewriter) -> Operand | None:
     op = r.op
     weight, index = op.named_input("weight"), op.named_input("indices")
-    if op.meta.get("int32_indices") or _const(index) is not None or _const(weight) is None:
+    if op.meta.get("int32_indices") or const_array(index) is not None or const_array(weight) is None:
         return None
     if not _static(weight) or index.shape is None or len(weight.shape) != 2:
         return None
@@ -203,7 +193,7 @@ def cut_constant(opd: Operand) -> tuple[np.ndarray, dict[int, str]] | None:
     sizes (``fold_dynamic_constants``'s ``slice(constant, axis, 0, size)`` chains)."""
     cuts: dict[int, str] = {}
     while True:
-        value = _const(opd)
+        value = const_array(opd)
         if value is not None:
             return value, cuts
         p = opd.producer
@@ -277,7 +267,7 @@ def _index(r: _Rewriter) -> Operand | None:
         return None  # constant positions cut to a run-time size: left to the indexing converters
     if any(o.dtype == "bool" for _, o in found):
         return None  # boolean masks select a data-dependent number of elements
-    values = [_const(o) for _, o in found]
+    values = [const_array(o) for _, o in found]
     if static and all(v is not None for v in values):
         return _constant_index(r, x, dims, values) if len(found) > 1 else None
     first, sizes = dims[0], [x.shape[k] for k in dims]
@@ -342,7 +332,7 @@ def _constant_index(r: _Rewriter, x: Operand, dims: list[int], values: list[np.n
 def _index_select(r: _Rewriter) -> Operand | None:
     op = r.op
     x, index = op.inputs[0], op.named_input("index")
-    if _const(index) is not None or x.shape is None or index.shape is None:
+    if const_array(index) is not None or x.shape is None or index.shape is None:
         return None
     dim = op.params["dim"] % len(x.shape)
     if not r.can_gather_rows(x, dim, 1, list(index.shape)):
@@ -369,7 +359,7 @@ def _gather(r: _Rewriter) -> Operand | None:
     if x.shape is None or index.shape is None or len(x.shape) != len(index.shape):
         return None
     dim = op.params["dim"] % len(x.shape)
-    data = _const(x)
+    data = const_array(x)
     if data is not None and not _static(index) and (np.take(data, [0], axis=dim) == data).all():
         return _uniform_gather(r, data, index, dim)
     if data is not None and (np.take(data, [0], axis=dim) == data).all():
@@ -378,7 +368,7 @@ def _gather(r: _Rewriter) -> Operand | None:
         value = np.broadcast_to(sub[tuple(slice(0, n) for n in index.shape[:dim] + [1] + index.shape[dim + 1:])],
                                 index.shape)
         return r.em.constant(np.ascontiguousarray(value), name=f"{op.name}_value")
-    if _const(index) is not None or any(a != b for d, (a, b) in enumerate(zip(x.shape, index.shape)) if d != dim) \
+    if const_array(index) is not None or any(a != b for d, (a, b) in enumerate(zip(x.shape, index.shape)) if d != dim) \
             or not r.measurable(x.shape[dim]):
         return None
     em, n = r.em, x.shape[dim]
@@ -403,7 +393,7 @@ def _gather(r: _Rewriter) -> Operand | None:
 def _argmax(r: _Rewriter) -> Operand | None:
     op = r.op
     x = op.inputs[0]
-    if x.shape is None or op.outputs[0].shape is None or _const(x) is not None:
+    if x.shape is None or op.outputs[0].shape is None or const_array(x) is not None:
         return None
     em, keep = r.em, bool(op.params.get("keepdim", False))
     dim = op.params.get("dim")

@@ -29,9 +29,11 @@ import logging
 
 import numpy as np
 
+from ..converters.shape import is_static
 from ..ir import Graph, Operand, Operator
 from ..ir.vocab import is_aten
 from ._aten import AtenEmitter
+from ._match import const_array
 from ._rewrite import replace_chain
 from .manager import graph_pass
 
@@ -54,10 +56,6 @@ def _rooted_in_empty(opd: Operand) -> bool:
     return p is not None and p.type in UNINITIALISED
 
 
-def _static(shape) -> bool:
-    return shape is not None and all(isinstance(d, int) for d in shape)
-
-
 def _drop_copies(graph: Graph) -> int:
     """Copies into uninitialised memory whose source has the destination's shape and dtype: the
     source itself."""
@@ -66,7 +64,7 @@ def _drop_copies(graph: Graph) -> int:
         if op.type != "aten.copy.default" or len(op.inputs) < 2 or len(op.outputs) != 1:
             continue
         dst, src, out = op.inputs[0], op.named_input("src") or op.inputs[1], op.outputs[0]
-        if _static(out.shape) and list(src.shape or ()) == list(out.shape) and src.dtype == out.dtype \
+        if is_static(out.shape) and list(src.shape or ()) == list(out.shape) and src.dtype == out.dtype \
                 and _rooted_in_empty(dst):
             graph.replace_all_uses(out, src)
             graph.remove_op(op)
@@ -75,13 +73,14 @@ def _drop_copies(graph: Graph) -> int:
     return dropped
 
 
-def _write(op: Operator, size: int) -> tuple[int, int, int, Operand] | None:
-    """``(dim, start, end, src)`` of one scatter with static bounds and step 1, else None."""
-    rank = len(op.outputs[0].shape)
+def _write(op: Operator) -> tuple[int, int, int, Operand] | None:
+    """``(dim, start, end, src)`` of one scatter of static shape, bounds and step 1, else None."""
+    shape = op.outputs[0].shape
     dim = op.params.get("dim", 0)
-    if not isinstance(dim, int) or not -rank <= dim < rank:
+    if not is_static(shape) or not isinstance(dim, int) or not -len(shape) <= dim < len(shape):
         return None
-    dim %= rank
+    dim %= len(shape)
+    size = shape[dim]
     src = op.named_input("src")
     if src is None or src.dtype != op.outputs[0].dtype:
         return None
@@ -100,26 +99,18 @@ def _write(op: Operator, size: int) -> tuple[int, int, int, Operand] | None:
     return (dim, start, end, src) if start < end else None
 
 
-def _chain(op: Operator) -> tuple[Operator, list[tuple[Operator, tuple]]] | None:
-    """The uninitialised tensor a chain of writes ending at ``op`` starts from, and the writes in
-    program order; None unless every write is static, along one dim, from an ``empty``."""
+def _chain(op: Operator) -> list[tuple[Operator, tuple]] | None:
+    """The writes, in program order, of a chain ending at ``op`` that starts from an ``empty``;
+    None unless every write is static and along one dim."""
     writes = []
     cur = op
-    while cur.type in _WRITES:
-        out = cur.outputs[0]
-        if not _static(out.shape):
-            return None
-        dim = cur.params.get("dim", 0)
-        size = out.shape[dim] if isinstance(dim, int) and -len(out.shape) <= dim < len(out.shape) else None
-        w = None if size is None else _write(cur, size)
+    while cur is not None and cur.type in _WRITES:
+        w = _write(cur)
         if w is None or (writes and writes[0][1][0] != w[0]):
             return None
         writes.insert(0, (cur, w))
-        base = cur.inputs[0].producer
-        if base is None:
-            return None
-        cur = base
-    return (cur, writes) if cur.type in UNINITIALISED else None
+        cur = cur.inputs[0].producer
+    return writes if cur is not None and cur.type in UNINITIALISED else None
 
 
 def _pieces(size: int, writes: list[tuple[Operator, tuple]]) -> list[tuple[Operator, int, int]] | None:
@@ -139,10 +130,9 @@ def _pieces(size: int, writes: list[tuple[Operator, tuple]]) -> list[tuple[Opera
 
 
 def _assemble(graph: Graph, last: Operator) -> bool:
-    found = _chain(last)
-    if found is None:
+    writes = _chain(last)
+    if writes is None:
         return False
-    _, writes = found
     out = last.outputs[0]
     dim = writes[0][1][0]
     size = out.shape[dim]
@@ -175,50 +165,45 @@ def _assemble(graph: Graph, last: Operator) -> bool:
     return True
 
 
-def _const(opd: Operand):
-    if "const" in opd.meta:
-        return np.asarray(opd.meta["const"])
-    p = opd.producer
-    if p is not None and p.type == "pnnx.Attribute" and "data" in p.attrs:
-        return p.attrs["data"].data
-    return None
-
-
-def _masked_write(op: Operator) -> tuple[Operand, Operand, np.ndarray] | None:
-    """``(base, value, written mask)`` of ``where(cond, value, base)`` (or ``where(cond, base,
-    value)``, written where ``cond`` is false) with a constant ``cond``, else None."""
-    if op.type != "aten.where.self" or len(op.inputs) != 3 or not _static(op.outputs[0].shape):
+def _masked_write(op: Operator) -> tuple[Operand, Operand, bool] | None:
+    """``(base, value, written where the condition holds)`` of ``where(cond, value, base)`` (or
+    ``where(cond, base, value)``) whose base is an ``empty`` or another ``where``, else None."""
+    if op.type != "aten.where.self" or len(op.inputs) != 3:
         return None
-    cond, a, b = op.inputs
-    mask = _const(cond)
-    if mask is None:
-        return None
-    try:
-        mask = np.broadcast_to(np.asarray(mask, bool), op.outputs[0].shape)
-    except ValueError:
-        return None
-    for base, value, written in ((b, a, mask), (a, b, ~mask)):
+    _, a, b = op.inputs
+    for base, value, where_true in ((b, a, True), (a, b, False)):
         p = base.producer
-        if p is not None and (p.type in UNINITIALISED or _masked_write(p) is not None):
-            return base, value, written
+        if p is not None and (p.type in UNINITIALISED or p.type == "aten.where.self"):
+            return base, value, where_true
     return None
 
 
 def _unmask(graph: Graph, last: Operator) -> bool:
-    """A chain of masked writes over an ``empty`` that covers it: the first write reads its own
-    value instead of the ``empty``."""
-    covered, cur = None, last
+    """A chain of masked writes over an ``empty`` whose constant masks cover it: the first write
+    reads its own value instead of the ``empty``."""
+    steps, cur = [], last
     while True:
         w = _masked_write(cur)
         if w is None:
             return False
-        base, value, written = w
-        covered = written if covered is None else covered | written
-        if base.producer.type in UNINITIALISED:
+        steps.append((cur, w[2]))
+        if w[0].producer.type in UNINITIALISED:
             break
-        cur = base.producer
-    out = cur.outputs[0]
-    if not covered.all() or list(value.shape or ()) != list(out.shape) or value.dtype != out.dtype:
+        cur = w[0].producer
+    out, value = cur.outputs[0], w[1]
+    if not is_static(out.shape) or list(value.shape or ()) != list(out.shape) or value.dtype != out.dtype:
+        return False
+    covered = np.zeros(out.shape, bool)
+    for op, where_true in steps:
+        mask = const_array(op.inputs[0])
+        if mask is None or list(op.outputs[0].shape or ()) != list(out.shape):
+            return False
+        try:
+            mask = np.broadcast_to(np.asarray(mask, bool), out.shape)
+        except ValueError:
+            return False
+        covered |= mask if where_true else ~mask
+    if not covered.all():
         return False
     graph.replace_all_uses(out, value)
     graph.prune([out])

@@ -21,8 +21,8 @@ import numpy as np
 
 from ..ir import Graph, Operand, Operator
 from ._aten import AtenEmitter
+from ._match import const_array
 from ._rewrite import replace_chain
-from .decompose_runtime_lookups import _const
 from .manager import graph_pass
 
 log = logging.getLogger(__name__)
@@ -71,14 +71,14 @@ def _table(opd: Operand) -> tuple[np.ndarray, Operator | None] | None:
     """A cos/sin table: a constant, or a constant cut along the length axis at run time —
     folded at the largest length and cut to the run-time one, or folded over every position
     and cut to the run-time window (``(table, the slice cutting it)``)."""
-    value = _const(opd)
+    value = const_array(opd)
     if value is not None:
         return value, None
     p = opd.producer
     if p is None or p.type != "aten.slice.Tensor" or opd.shape is None or p.params.get("step", 1) != 1 or \
             p.params.get("dim", 0) % len(opd.shape) != len(opd.shape) - 2:
         return None
-    value = _const(p.inputs[0])
+    value = const_array(p.inputs[0])
     return (value, p) if value is not None else None
 
 

@@ -24,7 +24,8 @@ import numpy as np
 from ..converters.attention import MASKED, is_causal_mask
 from ..ir import Graph
 from ._aten import AtenEmitter
-from .decompose_runtime_lookups import _const, cut_constant
+from ._match import const_array
+from .decompose_runtime_lookups import cut_constant
 from .manager import graph_pass
 
 log = logging.getLogger(__name__)
@@ -44,7 +45,7 @@ def run(graph: Graph, cx) -> None:
         if mask is None or mask.shape is None:
             continue
         index = op.input_names.index("attn_mask")
-        value = _const(mask)
+        value = const_array(mask)
         cut = cut_constant(mask) if value is None else None
         table = value if value is not None else cut[0] if cut is not None else None
         if table is not None and _masks_nothing(np.asarray(table)):

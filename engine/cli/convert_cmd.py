@@ -52,6 +52,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ncnn-py", metavar="FILE.py",
                    help="where to write the script running the ncnn model (default: <stem>_ncnn.py)")
     p.add_argument("--no-py", action="store_true", help="write neither Python script")
+    p.add_argument("--fsync", action="store_true",
+                   help="force the written files to the disk before they replace the old ones (survive a power cut)")
     p.add_argument("--quiet", "-q", action="store_true", help="print only problems")
 
 
@@ -121,7 +123,7 @@ def _run(args) -> int:
     from engine.convert.inputshape import parse_inputshape
     from engine.diagnostics import format_table
     from engine.passes import dump_records
-    from engine.writers.atomic import write_text_atomic
+    from engine.writers.atomic import durable_writes, write_text_atomic
 
     from .main import UsageError
 
@@ -147,7 +149,8 @@ def _run(args) -> int:
             raise WriteError(args.output_dir, f"cannot create the output folder: {e.strerror or e}") from None
     written: list[Path] = []
     if result.ok or args.partial:
-        written = result.write(**paths, partial=args.partial)
+        with durable_writes(args.fsync):
+            written = result.write(**paths, partial=args.partial)
     if args.report:
         report = result.report()
         report["files"] = [str(p) for p in written]

@@ -388,6 +388,14 @@ class OpList(Sequence):
         self._g._unlink(op)
 
 
+def _unread(op: Operator) -> bool:
+    """``op`` has outputs and none of them is read."""
+    outs = op.outputs
+    if not outs or outs[0].consumers:
+        return False
+    return len(outs) == 1 or not any(o.consumers for o in outs)
+
+
 class Graph:
     """Operators in topological order plus a name → operand table.
 
@@ -630,15 +638,17 @@ class Graph:
         """Remove operators whose outputs are all unused (except those ``keep`` protects and
         graph outputs). Returns how many were removed."""
         removed = 0
-        pending = list(self._ordered())  # popped last first: readers before what they read
+        # only unread operators can be removed; one becomes unread when its last reader is
+        # removed, which queues it. Popped last first: readers before what they read.
+        pending = [op for op in self._ordered() if _unread(op)]
+        nxt = self._next
         while pending:
             op = pending.pop()
-            if op not in self._next or op.type in _OUTPUTS or (keep and keep(op)):
+            if op not in nxt or not _unread(op) or op.type in _OUTPUTS or (keep and keep(op)):
                 continue
-            if op.outputs and all(not o.consumers for o in op.outputs):
-                pending.extend(i.producer for i in op.inputs if i.producer is not None)
-                self.remove_op(op)
-                removed += 1
+            pending.extend(i.producer for i in op.inputs if i.producer is not None)
+            self.remove_op(op)
+            removed += 1
         for name in [n for n, o in self.operands.items() if o.producer is None and not o.consumers]:
             del self.operands[name]
         return removed

@@ -37,7 +37,7 @@ def _settings(n: int):
 @pytest.fixture(scope="module")
 def scratch(tmp_path_factory):
     """Where mutated packages and their outputs go: RAM (``/dev/shm``) when there is one, since
-    every atomic write fsyncs four files and a folder (most of an example's time on a disk)."""
+    every example writes a package and a model's files and removes them again."""
     shm = Path("/dev/shm")
     if shm.is_dir() and os.access(shm, os.W_OK):
         with tempfile.TemporaryDirectory(prefix="pt2fuzz-", dir=shm) as d:

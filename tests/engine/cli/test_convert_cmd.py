@@ -117,3 +117,37 @@ def test_the_command_is_imported_before_numpy():
             "assert load.__module__ == 'engine.reader.package' and MemberInfo.__name__ == 'MemberInfo'\n")
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
+
+
+def test_files_are_forced_to_disk_only_with_fsync(sample, tmp_path, monkeypatch):
+    """Without ``--fsync`` nothing is fsynced (the kernel writes the pages back later); with it,
+    every written file before its rename and then the folder; the model loads in ncnn either way."""
+    import os
+
+    import ncnn
+
+    synced: list[str] = []
+    real = os.fsync
+
+    def fsync(fd):
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        return real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    stems = {"tiny_cnn.ncnn.param", "tiny_cnn.ncnn.bin", "tiny_cnn.pnnx.param", "tiny_cnn.pnnx.bin",
+             "tiny_cnn_ncnn.py", "tiny_cnn_pnnx.py"}
+    for flags, out in (([], tmp_path / "plain"), (["--fsync"], tmp_path / "durable")):
+        assert main(["convert", str(sample), "-o", str(out), "-q", *flags]) == 0
+        assert {p.name for p in out.iterdir()} == stems
+        net = ncnn.Net()
+        assert net.load_param(str(out / "tiny_cnn.ncnn.param")) == 0
+        assert net.load_model(str(out / "tiny_cnn.ncnn.bin")) == 0
+    from engine.writers import atomic_files
+
+    with atomic_files([tmp_path / "lib.bin"]) as (f,):  # the library's default too
+        f.write(b"x")
+    durable = tmp_path / "durable"
+    assert not [p for p in synced if not p.startswith(str(durable))]  # the plain runs synced nothing
+    # each file was synced as its temporary file (renamed after), then the folder
+    files = {Path(p).name.split(".", 1)[1].rsplit(".", 2)[0] for p in synced if p != str(durable)}
+    assert files == stems and str(durable) in synced

@@ -106,6 +106,9 @@ from .values import scalar, short_dtype
 log = logging.getLogger(__name__)
 
 _REFS = (TensorRef, SymRef, CustomObjRef)
+#: what a mode wrapper's subgraph may take and return (tensors and symbolic sizes: a
+#: ``torch.no_grad()`` block of a model exported with a dynamic length reads that length)
+_VALUE_REFS = (TensorRef, SymRef)
 _ATTRIBUTE_KINDS = {InputKind.PARAMETER: "parameter", InputKind.BUFFER: "buffer",
                     InputKind.TENSOR_CONSTANT: "constant"}
 _USER_OUTPUTS = (OutputKind.USER_OUTPUT, OutputKind.LOSS_OUTPUT)
@@ -349,26 +352,26 @@ class _Builder:
             return False
         sub = args[at].value.graph
         operands = [a.value for a in args[at + 1:]]
-        if len(operands) != len(sub.inputs) or not all(isinstance(v, TensorRef) for v in operands):
+        if len(operands) != len(sub.inputs) or not all(isinstance(v, _VALUE_REFS) for v in operands):
             return False
         outer_src, outer_values, outer_prefix = self.src, self.values, self.inline_prefix
         inner = {}
         for arg, ref in zip(sub.inputs, operands):
-            if not isinstance(arg.value, TensorRef):
+            if not isinstance(arg.value, _VALUE_REFS):
                 return False
             inner[arg.value.name] = self._use(ref.name, f"node {node.name}")
         self.src, self.values, self.inline_prefix = sub, inner, node.name
         try:
             for n in sub.nodes:
                 self._node(n)
-            results = [self._use(o.value.name, f"node {node.name}") if isinstance(o.value, TensorRef) else None
+            results = [self._use(o.value.name, f"node {node.name}") if isinstance(o.value, _VALUE_REFS) else None
                        for o in sub.outputs]
         finally:
             self.src, self.values, self.inline_prefix = outer_src, outer_values, outer_prefix
         outs = [item for arg in node.outputs for item in (arg.value if isinstance(arg.value, list) else [arg.value])]
-        if len(outs) != len(results) or any(r is None or not isinstance(o, TensorRef) for o, r in zip(outs, results)):
+        if len(outs) != len(results) or any(r is None or not isinstance(o, _VALUE_REFS) for o, r in zip(outs, results)):
             raise PT2FormatError(f"node {node.name}", f"{node.op} returns {len(outs)} values for the "
-                                                      f"{len(results)} tensors its subgraph returns")
+                                                      f"{len(results)} values its subgraph returns")
         for o, r in zip(outs, results):
             self.values[o.name] = r
         return True

@@ -54,3 +54,31 @@ def test_wrappers_are_inlined(export):
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_wrapped_model_converts_and_matches(tmp_path, dialect):
     check_module(Block().eval(), [torch.randn(1, 5, 8)], tmp_path, dialect=dialect)
+
+
+class Positions(nn.Module):
+    """A ``torch.no_grad()`` region that reads the dynamic length: the wrapper's subgraph takes
+    the symbolic size as an input (M2M100's sinusoidal positions)."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("table", torch.randn(40, 8))
+        self.proj = nn.Linear(8, 8)
+
+    def forward(self, x):
+        n = x.shape[1]
+        with torch.no_grad():
+            pos = self.table.index_select(0, torch.arange(n) + 2).view(1, n, 8)
+        return self.proj(x) + pos
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_wrapper_taking_a_symbolic_size_is_inlined(tmp_path, dialect):
+    length = torch.export.Dim("length", min=2, max=32)
+    if dialect == "training":
+        ep = torch.export.export(Positions().eval(), (torch.randn(1, 6, 8),), dynamic_shapes=({1: length},))
+        wrappers = [n for n in ep.graph.nodes if "wrap_with" in str(n.target)]
+        assert wrappers and any(isinstance(a, torch.fx.Node) and isinstance(a.meta.get("val"), torch.SymInt)
+                                for a in wrappers[0].args), "the subgraph takes the length"
+    check_module(Positions().eval(), [torch.randn(1, 6, 8)], tmp_path, dialect=dialect,
+                 dynamic_shapes=({1: length},), run_inputs=[torch.randn(1, 11, 8)])

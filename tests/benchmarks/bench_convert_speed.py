@@ -9,7 +9,7 @@ test run; needs the benchmark virtualenv (torch, torchvision)::
 
 Each model is exported once (``convert_zoo``-style seeded weights and calibrated BatchNorm,
 1×3×224×224, 299 for Inception-v3) into ``--work`` by a child process. Then the two
-trees' CLIs convert the same ``.pt2`` (``-o`` a scratch folder, ``-q``), runs interleaved
+trees' CLIs convert the same ``.pt2`` (``-o`` a scratch folder, emptied before each run, ``-q``), runs interleaved
 (baseline, current, baseline, current …) so both see the same machine load; the median CPU
 time of each and their ratio are reported, and the ncnn files of both are compared byte for
 byte (the speed-up must not change the output). Then as many interleaved runs of the conversion
@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -72,9 +73,18 @@ def _tree_env(tree: Path) -> dict[str, str]:
     return env
 
 
+def _empty(out: Path) -> None:
+    """``out`` as an empty folder: the previous run's files are removed here, outside the
+    measured process (freeing a few hundred MB of written files costs the process that frees
+    them up to 1.5 s of system time here, alike for both trees: noise, not conversion)."""
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+
+
 def cli_cpu(python: str, tree: Path, model: Path, out: Path) -> tuple[float, float]:
-    """CPU seconds ``(user, system)`` of one whole ``pt2ncnn convert`` process of ``tree``."""
-    out.mkdir(parents=True, exist_ok=True)
+    """CPU seconds ``(user, system)`` of one whole ``pt2ncnn convert`` process of ``tree``,
+    writing into an empty folder."""
+    _empty(out)
     env = _tree_env(tree)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     r = subprocess.run([python, "-m", "engine.cli.main", "convert", str(model), "-o", str(out), "-q"],
@@ -102,7 +112,7 @@ def inproc_cpu(python: str, tree: Path, model: Path, out: Path) -> tuple[float, 
     """CPU seconds ``(user, system)`` of converting ``model`` inside a process that has already
     started and imported ``tree``'s engine: the conversion's own cost, without the interpreter
     start and the imports every run of the command pays alike."""
-    out.mkdir(parents=True, exist_ok=True)
+    _empty(out)
     env = _tree_env(tree)
     r = subprocess.run([python, "-c", _INPROC, str(model), str(out)], cwd=tree, env=env, capture_output=True,
                        text=True)
@@ -151,6 +161,8 @@ def write_report(rows: list[dict], baseline_rev: str, current_rev: str, runs: in
         f"Measured {time.strftime('%Y-%m-%d %H:%M')} by `tests/benchmarks/bench_convert_speed.py`: CPU time "
         f"(user + system) of the whole CLI process, median of {runs} interleaved runs each; baseline "
         f"{baseline_rev}, current {current_rev}; load average at the end {os.getloadavg()[0]:.1f}. "
+        "Every run writes into an empty folder (the previous run's files are removed by the harness: "
+        "freeing them costs whoever frees them up to 1.5 s of system time here, alike for both trees). "
         "*identical*: the four output files are byte-identical. *user*: the same runs' user CPU time "
         "alone (the system time, page faults on the mapped weights and writing the outputs, varies by "
         "tenths of a second between identical runs here). *in process*: user CPU time of the "

@@ -12,7 +12,7 @@ marked wall:
 
 * **open** — ``engine.load`` of the package; **build** — ``build_graph`` (median of ``--runs``);
 * **convert** — the whole ``pt2ncnn convert m.pt2 -o DIR`` process (the console script's code
-  path, bytecode cached), median of ``--runs``; per node: that divided by the ATen node count;
+  path, bytecode cached, ``DIR`` emptied before each run), median of ``--runs``; per node: that divided by the ATen node count;
 * **passes** — ``engine.convert`` in process without snapshots (build + passes); **write** —
   ``ConversionResult.write_all`` (ncnn and pnnx files);
 * **Studio** (wall, offscreen 1600×1000 main window): *first paint* — ``open_file`` until the ATen
@@ -36,6 +36,7 @@ import json
 import os
 import platform
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -267,9 +268,16 @@ def measure(kind: str, size: int, args) -> dict:
     row: dict = {"kind": kind, "target": size, "mb": round(path.stat().st_size / 2**20, 1)}
     row.update(_child("engine", {"path": str(path), "runs": args.runs}))
     with tempfile.TemporaryDirectory() as d:
-        cli = [sys.executable, "-m", "engine.cli.main", "convert", str(path), "-o", d, "-q"]
-        _process_cpu(cli, 1800, env=_env(), cwd=ROOT)  # warm
-        times = [_process_cpu(cli, 1800, env=_env(), cwd=ROOT) for _ in range(args.runs)]
+        out = Path(d) / "out"
+        cli = [sys.executable, "-m", "engine.cli.main", "convert", str(path), "-o", str(out), "-q"]
+        times = []
+        for k in range(args.runs + 1):  # the first run warms (bytecode, page cache)
+            # into an empty folder: freeing the last run's files costs the process that frees
+            # them system time (up to seconds for hundreds of MB), here the harness
+            shutil.rmtree(out, ignore_errors=True)
+            t = _process_cpu(cli, 1800, env=_env(), cwd=ROOT)
+            if k:
+                times.append(t)
     if all(t is not None for t in times):
         row["convert_cli"] = statistics.median(times)
         row["us_per_node"] = row["convert_cli"] / row["nodes"] * 1e6 if row.get("nodes") else None
@@ -326,7 +334,8 @@ def write_report(rows: list[dict]) -> None:
             f"{_f(r.get('pnnx_cli')) if 'pnnx_cli' in r else 'not run'} |")
     lines += [
         "", "*open*: `engine.load`; *build*: `build_graph`; *convert*: the console script's whole process "
-        "(interpreter start, imports, read, build, 37 passes, write both models), median of the runs; *per node*: "
+        "(interpreter start, imports, read, build, all passes, write both models into an empty folder), median of "
+        "the runs; *per node*: "
         "that over the ATen node count; *in-process passes*: `engine.convert` without snapshots (build + passes); "
         "*write*: both models' files. pnnx converts `torch.jit.trace` of the same module; above the node limit it "
         "is not run (its time grows faster than the graph).", "",

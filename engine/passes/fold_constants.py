@@ -208,6 +208,21 @@ def _arange(a: Args):
     return np.arange(a.get("start", 0), a["end"], a.get("step", 1))
 
 
+def _linspace(a: Args):
+    """``torch.linspace`` in float32 as its CPU kernel's scalar loop computes it: ``start + i *
+    step`` for the first half, ``end - (steps - 1 - i) * step`` for the rest (both ends exact).
+    Within an ulp of PyTorch's values, not always equal: its vectorized loop rounds by blocks of
+    the CPU's vector width."""
+    start, end, steps = float(a["start"]), float(a["end"]), int(a["steps"])
+    if steps <= 1:
+        return np.full(max(steps, 0), start, np.float32)
+    f = np.float32
+    step = (f(end) - f(start)) / f(steps - 1)
+    i = np.arange(steps)
+    half = steps // 2
+    return np.where(i < half, f(start) + step * i.astype(f), f(end) - step * (steps - 1 - i).astype(f)).astype(f)
+
+
 def _clamp(a: Args):
     x = a.array("self")
     lo, hi = a.get("min"), a.get("max")
@@ -467,6 +482,7 @@ FOLDERS: dict[str, Callable[[Args], Any]] = {
     "aten.zeros_like.default": lambda a: np.zeros(a.array("self").shape),
     "aten.ones_like.default": lambda a: np.ones(a.array("self").shape),
     "aten.arange.default": _arange, "aten.arange.start": _arange, "aten.arange.start_step": _arange,
+    "aten.linspace.default": _linspace,
     "aten.new_zeros.default": lambda a: np.zeros(_sizes(a)), "aten.new_ones.default": lambda a: np.ones(_sizes(a)),
     "aten.new_full.default": lambda a: np.full(_sizes(a), a["fill_value"]),
     "aten.zero.default": lambda a: np.zeros(_shape_of(a)),
@@ -834,10 +850,23 @@ def short_dtype_of(opd: Operand) -> str | None:
 def _cast(arr: np.ndarray, out: Operand) -> np.ndarray | None:
     dtype = short_dtype_of(out)
     if dtype is None:
+        if out.dtype == "bf16":
+            return bf16_values(arr)
         if out.dtype is not None:
             return None
         return arr if arr.dtype != np.float64 else arr.astype(np.float32)
     return np.array(arr, dtype=NUMPY_DTYPES[dtype], order="C")
+
+
+def bf16_values(arr) -> np.ndarray:
+    """``arr`` rounded to bfloat16 (to nearest, ties to even, as PyTorch casts), held as float32:
+    numpy has no bfloat16, and the engine holds bfloat16 weights as float32 values too. PyTorch
+    computes a bfloat16 op in float32 and rounds its result, so a folded bfloat16 op is this
+    rounding of the float32 result."""
+    a = np.array(arr, dtype=np.float32, order="C")
+    bits = a.view(np.uint32)
+    rounded = ((bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) & np.uint32(0xFFFF0000))
+    return np.where(np.isnan(a), a, rounded.astype(np.uint32).view(np.float32))
 
 
 def _python_scalar(v: Any) -> Any:

@@ -864,9 +864,10 @@ def bf16_values(arr) -> np.ndarray:
     computes a bfloat16 op in float32 and rounds its result, so a folded bfloat16 op is this
     rounding of the float32 result."""
     a = np.array(arr, dtype=np.float32, order="C")
-    bits = a.view(np.uint32)
-    rounded = ((bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) & np.uint32(0xFFFF0000))
-    return np.where(np.isnan(a), a, rounded.astype(np.uint32).view(np.float32))
+    flat = a.reshape(-1)  # an array, never a numpy scalar: its uint32 sums wrap without a warning
+    bits = flat.view(np.uint32)
+    rounded = (bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) & np.uint32(0xFFFF0000)
+    return np.where(np.isnan(flat), flat, rounded.view(np.float32)).reshape(a.shape)
 
 
 def _python_scalar(v: Any) -> Any:

@@ -17,13 +17,13 @@ naming the target path and a readable reason (permission denied, disk full, ...)
 The renames make the files appear whole or not at all; they are not forced to the disk. Inside
 :func:`durable_writes` every temporary file and then its folder is also fsynced before the
 renames, so the new files survive a power cut once the block returns. That is off by default, as
-in pnnx and ``torch.save``: forcing the writeback makes the writing process do it (on a 800 MB
+in pnnx and ``torch.save``: forcing the writeback makes the writing process do it (on an 800 MB
 model, 0.6 s of CPU and as much wall time here, more on a slow card) where the kernel would
 otherwise write the pages back in the background.
 
 Several groups that make one export (the ncnn model and the pnnx model) are tied together by
-:func:`atomic_transaction`: inside it each ``atomic_files`` block only writes and syncs its
-temporary files, and the renames of all of them happen when the transaction ends — so a
+:func:`atomic_transaction`: inside it each ``atomic_files`` block only writes (and, durable,
+syncs) its temporary files, and the renames of all of them happen when the transaction ends — so a
 failure while writing the second model leaves the first model's old files in place too::
 
     with atomic_transaction():

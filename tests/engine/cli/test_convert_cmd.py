@@ -119,6 +119,7 @@ def test_the_command_is_imported_before_numpy():
     assert r.returncode == 0, r.stderr
 
 
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="names file descriptors through /proc (Linux)")
 def test_files_are_forced_to_disk_only_with_fsync(sample, tmp_path, monkeypatch):
     """Without ``--fsync`` nothing is fsynced (the kernel writes the pages back later); with it,
     every written file before its rename and then the folder; the model loads in ncnn either way."""

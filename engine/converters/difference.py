@@ -17,14 +17,14 @@ from ._expression import ExpressionBuilder
 from .shape import INT64_MAX
 
 
-def _parts(op):
+def _operands(op):
+    """``self``, and what is joined along the dim: ``[prepend, self, append]`` without the absent ones."""
     x = op.named_input("self") or op.inputs[0]
-    return [p for p in (op.named_input("prepend"), x, op.named_input("append")) if p is not None]
+    return x, [p for p in (op.named_input("prepend"), x, op.named_input("append")) if p is not None]
 
 
 def _check_diff(op, ctx):
-    parts = _parts(op)
-    x = parts[1] if op.named_input("prepend") is not None else parts[0]
+    x, parts = _operands(op)
     if x.shape is None or not x.shape:
         return "unsupported: diff of a tensor of unknown shape or a 0-d tensor"
     dim = normalize_dim(op.params.get("dim", -1), len(x.shape))
@@ -40,11 +40,10 @@ def _check_diff(op, ctx):
 
 @aten_converter("aten.diff.default", validator=_check_diff)
 def diff(ctx, op):
-    parts = _parts(op)
+    x, parts = _operands(op)
     dtype = op.outputs[0].dtype
-    rank = len(parts[0].shape)
-    dim = normalize_dim(op.params.get("dim", -1), rank)
-    cur = parts[0]
+    dim = normalize_dim(op.params.get("dim", -1), len(x.shape))
+    cur = x
     if len(parts) > 1:
         shape = list(cur.shape)
         shape[dim] = sum(int(p.shape[dim]) for p in parts)

@@ -103,12 +103,20 @@ class Attribute:
     @property
     def data(self) -> np.ndarray:
         if self._data is None:
-            assert self._loader is not None
-            arr = np.asarray(self._loader())
-            if tuple(arr.shape) != self.shape:
-                raise IRError(f"attribute loader returned shape {arr.shape}, expected {self.shape}")
-            self._data = arr
+            self._data = self.peek()
         return self._data
+
+    def peek(self) -> np.ndarray:
+        """The data, not kept when it was not loaded yet: a writer that reads each weight once
+        leaves the graph holding what it held (a folded BatchNorm's kernel, computed for the
+        ``.bin``, is freed after it is written instead of staying in memory with the graph)."""
+        if self._data is not None:
+            return self._data
+        assert self._loader is not None
+        arr = np.asarray(self._loader())
+        if tuple(arr.shape) != self.shape:
+            raise IRError(f"attribute loader returned shape {arr.shape}, expected {self.shape}")
+        return arr
 
     @property
     def loaded(self) -> bool:

@@ -107,7 +107,7 @@ def write_ncnn(graph: Graph, param_path: str | os.PathLike, bin_path: str | os.P
             if op.attrs and not op.meta.get("custom_layer"):
                 want = ([_RAW] * len(op.attrs) if op.meta.get("plugin_layer") else loads[id(op)])
                 for (key, attr), w in zip(op.attrs.items(), want):
-                    data = np.asarray(attr.data)
+                    data = np.asarray(attr.peek())
                     try:
                         nonfinite = ncnn_bin.write_weight(data, bf.write, tagged=w.tagged, fp16=fp16)
                     except (TypeError, ValueError) as e:

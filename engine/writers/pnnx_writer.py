@@ -151,7 +151,7 @@ def _attr_bytes(op: Operator, key: str) -> np.ndarray:
     """The attribute's data as little-endian raw bytes: a flat uint8 view (a copy only when the
     data is strided or big-endian)."""
     a = op.attrs[key]
-    data = np.ascontiguousarray(a.data)
+    data = np.ascontiguousarray(a.peek())
     size = _ELEMSIZE.get(a.dtype, data.dtype.itemsize) * math.prod(a.shape)
     raw = data.astype(data.dtype.newbyteorder("<"), copy=False).reshape(-1).view(np.uint8)
     if raw.size != size:

@@ -76,8 +76,20 @@ class _Chain:
         return self._transpose(y, d) if moved else y
 
 
-def _static(shape, dims) -> bool:
-    return shape is not None and all(isinstance(shape[d], int) and 0 < shape[d] <= MAX_POINTS for d in dims)
+def _static(shape, dims, op: Operator | None = None) -> bool:
+    """Every dim in ``dims`` has a static size the DFT basis can take; otherwise ``op`` (when
+    given) is told why it stays (its report then says so)."""
+    for d in dims:
+        n = shape[d]
+        if not (isinstance(n, int) and 0 < n <= MAX_POINTS):
+            if op is not None:
+                op.meta["fft_left"] = True  # its real/imag readers are refused with it
+                size = f"size {n}" if isinstance(n, int) else "a run-time size"
+                op.meta["unsupported_reason"] = (
+                    f"unsupported: a Fourier transform over dim {d} of {size} (ncnn has no FFT: a transform "
+                    f"becomes a product with a constant DFT basis, which needs a static size up to {MAX_POINTS})")
+            return False
+    return True
 
 
 def _dims(value, rank: int) -> list[int] | None:
@@ -106,7 +118,7 @@ def _transform(graph: Graph, op: Operator, dims: list[int], normalization: int, 
     (``core``: ``op`` is a core ATen transform, left as it is when already one along the last dim)."""
     x, cast = _source(op)
     out = op.outputs[0]
-    if x.shape is None or out.shape is None or not _static(x.shape, dims) or len(op.outputs) != 1:
+    if x.shape is None or out.shape is None or len(op.outputs) != 1 or not _static(x.shape, dims, op):
         return False
     real_input = x.dtype not in REAL_OF
     if real_input and (not forward or x.dtype not in _COMPLEX_OF):
@@ -137,7 +149,7 @@ def _move_to_last(graph: Graph, op: Operator) -> bool:
     if x.shape is None or out.shape is None or len(op.inputs) != 1 or len(op.outputs) != 1:
         return False
     dims = _dims(op.params.get(key, -1), len(x.shape))
-    if dims is None or len(dims) != 1 or dims[0] == len(x.shape) - 1 or not _static(x.shape, dims):
+    if dims is None or len(dims) != 1 or dims[0] == len(x.shape) - 1 or not _static(x.shape, dims, op):
         return False
     d = dims[0]
     params = {k: v for k, v in op.params.items() if k != key}
@@ -153,6 +165,9 @@ def _part(graph: Graph, op: Operator) -> bool:
     """``real`` / ``imag`` of a complex tensor: a select of its real layout."""
     x, out = op.inputs[0], op.outputs[0]
     if x.dtype not in REAL_OF or x.shape is None:
+        return False
+    if x.producer is not None and x.producer.meta.get("fft_left"):  # a transform that stays: say so
+        op.meta["unsupported_reason"] = f"unsupported: reads the spectrum of {x.producer.name}, which is not converted"
         return False
     em = AtenEmitter(graph, op)
     pairs = em.op("aten.view_as_real.default", {"self": x}, shape=list(x.shape) + [2], dtype=REAL_OF[x.dtype],
@@ -189,8 +204,13 @@ def _rewrite(graph: Graph, op: Operator) -> bool:
     return _transform(graph, op, dims, int(p.get("normalization", 0)), True, bool(p.get("onesided", True)))
 
 
+#: every transform this pass rewrites (what decompose_fft takes stays)
+_TRANSFORMS = (*_TRAINING, *_ONE_DIM, "aten._fft_c2c.default", "aten._fft_r2c.default")
+
+
 @graph_pass("normalize_fft", "FFTs over any dims as one-dim transforms along the last dim; real/imag as selects")
 def run(graph: Graph, cx) -> None:
-    types = (*_TRAINING, *_ONE_DIM, *_PARTS, "aten._fft_c2c.default", "aten._fft_r2c.default")
-    for op in graph.ops_of_type(*types):
+    for op in graph.ops_of_type(*_TRANSFORMS):
+        _rewrite(graph, op)
+    for op in graph.ops_of_type(*_PARTS):  # after the transforms: what they read is known now
         _rewrite(graph, op)

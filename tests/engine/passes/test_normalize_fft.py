@@ -60,4 +60,7 @@ def test_a_transform_over_a_dim_of_run_time_size_is_reported_not_rewritten(tmp_p
                      dynamic_shapes={"x": {1: seq}})
     result = convert(str(pt2), ConvertOptions())
     assert not result.ok
-    assert any(e.op == "aten.fft_fftn.default" for e in result.errors), [str(e) for e in result.errors]
+    by_op = {e.op: e.reason for e in result.errors}
+    assert set(by_op) == {"aten.fft_fftn.default", "aten.real.default"}, by_op
+    assert "over dim 1 of a run-time size" in by_op["aten.fft_fftn.default"]
+    assert "reads the spectrum of" in by_op["aten.real.default"]

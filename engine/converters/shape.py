@@ -575,15 +575,18 @@ def repeat_interleave(ctx, op):
         ctx.unsupported(f"repeat_interleave of {x.name}: shape unknown")
     shape = list(x.shape)
     d = normalize_dim(dim, len(shape))
-    if not isinstance(shape[d], int):
-        ctx.unsupported(f"repeat_interleave along the dynamic dim {d} of {x.name} {shape}")
+    if sum(not isinstance(s, int) for s in out.shape) > 1:
+        ctx.unsupported(f"repeat_interleave of {x.name} {shape} into {list(out.shape)}: more than one run-time "
+                        "size in the result (its reshape takes one)")
     if r == 1:
         return x
     wide = shape[:d + 1] + [1] + shape[d + 1:]
     u = ctx.emit("torch.unsqueeze", [x], params={"dim": d + 1}, shape=wide)
     wide = shape[:d + 1] + [r] + shape[d + 1:]
-    e = ctx.emit("Tensor.expand", [u], params={"sizes": wide}, shape=wide)
-    return ctx.emit("Tensor.reshape", [e], params={"shape": list(out.shape)})
+    sizes = [s if isinstance(s, int) else -1 for s in wide]  # a run-time size is kept as it is
+    e = ctx.emit("Tensor.expand", [u], params={"sizes": sizes}, shape=wide)
+    target = [s if isinstance(s, int) else -1 for s in out.shape]  # the one run-time size is the rest
+    return ctx.emit("Tensor.reshape", [e], params={"shape": target}, shape=list(out.shape))
 
 
 def index_tensor(op, ctx):

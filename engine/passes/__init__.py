@@ -8,6 +8,7 @@ from __future__ import annotations
 from . import (
     decompose_fft,
     decompose_runtime_lookups,
+    decompose_selections,
     eliminate_broadcast_reshape,
     eliminate_dead_code,
     eliminate_flatten_innerproduct,
@@ -83,6 +84,7 @@ PIPELINE = [
     fold_dynamic_constants.run,
     fold_window_constants.run,
     mark_integer_inputs.run,
+    decompose_selections.run,
     decompose_runtime_lookups.run,
     legalize_attention_masks.run,
     fuse_multihead_attention.run,

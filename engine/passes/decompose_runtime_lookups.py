@@ -16,11 +16,10 @@ ncnn gathers only int32 token ids from a model input (``Embed``) and constant in
   broadcast, not a gather);
 * **a gather from a constant that is the same along the gathered dim** (RoBERTa's token type ids
   ``zeros.gather(1, positions)``) is that constant, whatever the index;
-* ``argmax`` / ``argmin`` of run-time values (CLIP's end-of-text position) → the first position
-  holding the extreme value: ``m = amax(x)``, ``e = eq(x, m)``, ``first = e * eq(cumsum(e), 1)``,
-  ``sum(first * arange(N))``, exact like PyTorch's first-occurrence rule.
+* (``argmax``, ``max`` over a dim with indices and ``topk`` are :mod:`decompose_selections`',
+  which runs just before and uses the same positions.)
 
-A dynamic size (``torch.export.Dim("seq", max=N)``) along the looked-up or argmax'd dim is
+A dynamic size (``torch.export.Dim("seq", max=N)``) along the looked-up dim is
 rewritten the same way, with the positions ``arange(N)`` computed at the largest size and cut
 to the run-time one (``fold_dynamic_constants``' mechanism: an ncnn ``Crop`` measuring a model
 input), and the run-time size, where negative indices need it, summed from ``ones(N)`` cut the
@@ -78,7 +77,9 @@ def _reshapable(*shapes) -> bool:
     return all(s is not None and sum(not isinstance(d, int) for d in s) <= 1 for s in shapes)
 
 
-class _Rewriter:
+class Rewriter:
+    """Emits a lookup's replacement before it (ATen operators), with the positions it needs."""
+
     def __init__(self, graph: Graph, op: Operator):
         self.graph, self.op = graph, op
         self.em = AtenEmitter(graph, op)
@@ -116,7 +117,7 @@ class _Rewriter:
 
     def wrapped(self, index: Operand, n: Any) -> Operand:
         """``index + n * (index < 0)`` (PyTorch's negative indices); the index itself when it is
-        known not to be negative (an argmax). A dynamic ``n`` is summed from cut ones."""
+        known not to be negative (an argmax, a topk). A dynamic ``n`` is summed from cut ones."""
         if index.meta.get("nonnegative"):
             return index
         em, shape = self.em, list(index.shape)
@@ -162,7 +163,7 @@ class _Rewriter:
 
 
 # ----------------------------------------------------------------------------- the rewrites
-def _embedding(r: _Rewriter) -> Operand | None:
+def _embedding(r: Rewriter) -> Operand | None:
     op = r.op
     weight, index = op.named_input("weight"), op.named_input("indices")
     if op.meta.get("int32_indices") or const_array(index) is not None or const_array(weight) is None:
@@ -205,7 +206,7 @@ def cut_constant(opd: Operand) -> tuple[np.ndarray, dict[int, str]] | None:
         opd = p.inputs[0]
 
 
-def _identity_index(r: _Rewriter, x: Operand, dims: list[int], found: list) -> Operand | None:
+def _identity_index(r: Rewriter, x: Operand, dims: list[int], found: list) -> Operand | None:
     """``x[..., i0, i1, ...]`` whose index tensors (cut constants, dynamic) pick every element
     in order — each is ``arange`` of its dim's size along one axis of the index shape, or all
     zeros on a dim of size 1: ``x`` with those dims squeezed and moved by unsqueezes, then
@@ -251,7 +252,7 @@ def _identity_index(r: _Rewriter, x: Operand, dims: list[int], found: list) -> O
     return cur
 
 
-def _index(r: _Rewriter) -> Operand | None:
+def _index(r: Rewriter) -> Operand | None:
     op = r.op
     x = op.inputs[0]
     found = _index_tensors(op)
@@ -299,7 +300,7 @@ def _strides(sizes: list) -> list[int]:
     return [math.prod(sizes[i + 1:]) for i in range(len(sizes))]
 
 
-def _constant_index(r: _Rewriter, x: Operand, dims: list[int], values: list[np.ndarray]) -> Operand | None:
+def _constant_index(r: Rewriter, x: Operand, dims: list[int], values: list[np.ndarray]) -> Operand | None:
     """``x[..., i0, i1, ...]`` with constant index tensors: positions in the flattened indexed
     dims, gathered once per distinct position, then broadcast back."""
     first, sizes = dims[0], [x.shape[k] for k in dims]
@@ -329,7 +330,7 @@ def _constant_index(r: _Rewriter, x: Operand, dims: list[int], values: list[np.n
     return out
 
 
-def _index_select(r: _Rewriter) -> Operand | None:
+def _index_select(r: Rewriter) -> Operand | None:
     op = r.op
     x, index = op.inputs[0], op.named_input("index")
     if const_array(index) is not None or x.shape is None or index.shape is None:
@@ -340,7 +341,7 @@ def _index_select(r: _Rewriter) -> Operand | None:
     return r.gather_rows(x, dim, 1, index, list(index.shape))
 
 
-def _uniform_gather(r: _Rewriter, data: np.ndarray, index: Operand, dim: int) -> Operand | None:
+def _uniform_gather(r: Rewriter, data: np.ndarray, index: Operand, dim: int) -> Operand | None:
     """A gather from a constant that is the same along ``dim``, for an index of dynamic shape:
     ``index * 0 + data[..., :1, ...]`` (broadcast, exact for the integer index)."""
     sub = np.take(data, [0], axis=dim)
@@ -353,7 +354,7 @@ def _uniform_gather(r: _Rewriter, data: np.ndarray, index: Operand, dim: int) ->
                  dtype=r.op.outputs[0].dtype, alpha=1)
 
 
-def _gather(r: _Rewriter) -> Operand | None:
+def _gather(r: Rewriter) -> Operand | None:
     op = r.op
     x, index = op.inputs[0], op.named_input("index")
     if x.shape is None or index.shape is None or len(x.shape) != len(index.shape):
@@ -390,44 +391,11 @@ def _gather(r: _Rewriter) -> Operand | None:
     return out
 
 
-def _argmax(r: _Rewriter) -> Operand | None:
-    op = r.op
-    x = op.inputs[0]
-    if x.shape is None or op.outputs[0].shape is None or const_array(x) is not None:
-        return None
-    em, keep = r.em, bool(op.params.get("keepdim", False))
-    dim = op.params.get("dim")
-    if dim is None and _product(x.shape) is None:
-        return None
-    if dim is None:
-        x, dim = r.view(x, [_product(x.shape)]), 0
-    dim %= len(x.shape)
-    n = x.shape[dim]
-    if not r.measurable(n):
-        return None
-    reduced = list(x.shape)
-    reduced[dim] = 1
-    extreme = "aten.amax.default" if op.type == "aten.argmax.default" else "aten.amin.default"
-    m = em.op(extreme, {"self": x}, shape=reduced, dtype=x.dtype, dim=[dim], keepdim=True)
-    hit = em.op("aten.eq.Tensor", {"self": x, "other": m}, shape=list(x.shape), dtype="bool")
-    count = em.op("aten.cumsum.default", {"self": hit}, shape=list(x.shape), dtype="i64", dim=dim)
-    once = em.op("aten.eq.Scalar", {"self": count}, shape=list(x.shape), dtype="bool", other=1)
-    first = em.op("aten.logical_and.default", {"self": hit, "other": once}, shape=list(x.shape), dtype="bool")
-    pos = r.positions(n, len(x.shape), dim)
-    where = em.op("aten.mul.Tensor", {"self": first, "other": pos}, shape=list(x.shape), dtype="i64")
-    out_shape = list(op.outputs[0].shape)
-    out = em.op("aten.sum.dim_IntList", {"self": where}, shape=out_shape, dtype="i64", dim=[dim], keepdim=keep)
-    out.meta["nonnegative"] = True
-    return out
-
-
 REWRITES = {
     "aten.embedding.default": _embedding,
     "aten.index.Tensor": _index,
     "aten.index_select.default": _index_select,
     "aten.gather.default": _gather,
-    "aten.argmax.default": _argmax,
-    "aten.argmin.default": _argmax,
 }
 
 
@@ -442,7 +410,7 @@ def _claimed(op: Operator, ctx) -> bool:
     return conv is not None and conv.priority > Priority.LOW
 
 
-@graph_pass("decompose_runtime_lookups", "turn computed-index lookups and argmax into exact one-hot arithmetic")
+@graph_pass("decompose_runtime_lookups", "turn computed-index lookups into exact one-hot arithmetic")
 def run(graph: Graph, cx) -> None:
     from ..convert.context import ConversionContext
 
@@ -453,7 +421,7 @@ def run(graph: Graph, cx) -> None:
             continue
         if _claimed(op, ctx):
             continue
-        r = _Rewriter(graph, op)
+        r = Rewriter(graph, op)
         new = fn(r)
         if new is None:
             continue

@@ -59,6 +59,15 @@ def test_interleave_beside_a_dynamic_length(tmp_path, dialect, length):
                  dialect=dialect, dynamic_shapes=(({1: n},),), run_inputs=[torch.randn(1, length, 6)])
 
 
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("length", [5, 9])
+def test_interleave_along_the_dynamic_length(tmp_path, dialect, length):
+    """Mixtral's expert dispatch: each token's row repeated top-k times along the run-time token dim."""
+    n = torch.export.Dim("n", min=2, max=32)
+    check_module(Fn(lambda x: torch.repeat_interleave(x[0] * 3.0, 2, dim=0) + 1.0), [torch.randn(1, 7, 6)],
+                 tmp_path, dialect=dialect, dynamic_shapes=(({1: n},),), run_inputs=[torch.randn(1, length, 6)])
+
+
 class RotateEveryTwo(torch.nn.Module):
     """GPT-J's rotate_every_two: strided slices of the head dim, the sequence length dynamic."""
 

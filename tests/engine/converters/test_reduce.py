@@ -130,13 +130,18 @@ def test_dynamic_spatial_size(tmp_path, dialect, name):
                  run_inputs=[torch.randn(1, 4, 12, 14)], expect_types=["Pooling"])
 
 
-def test_argmax_indices_use_is_refused(tmp_path):
+def test_max_indices_along_an_unbounded_run_time_dim_are_refused(tmp_path):
+    """decompose_selections writes the indices out along a static or bounded dim (its tests); along
+    a dim of run-time size with no upper bound the reduction's rule refuses to drop them."""
     from engine.convert import convert
     from tests.harness import export_pt2
 
-    pt2 = export_pt2(Fn(lambda x: x.max(1)[1].float()), [torch.randn(1, 3, 4)], tmp_path / "m.pt2")
+    n = torch.export.Dim("n", min=2)
+    pt2 = export_pt2(Fn(lambda x: x.max(1)[1].float()), [torch.randn(1, 3, 4)], tmp_path / "m.pt2",
+                     dynamic_shapes=(({1: n},),))
     result = convert(str(pt2))
-    assert not result.ok
+    assert [e.op for e in result.errors] == ["aten.max.dim"]
+    assert "indices of max/min over a dim are used" in result.errors[0].reason
 
 
 NORMS = {

@@ -10,20 +10,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from engine.convert import ConvertOptions, convert  # noqa: E402
-from tests.harness import check_module, export_pt2  # noqa: E402
+from tests.harness import DIALECTS, Fn, check_module, export_pt2  # noqa: E402
 from tests.ncnn_runtime import run_layout  # noqa: E402
-
-DIALECTS = ["training", "core"]
-
-
-class _Fn(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, x):
-        return self.fn(x)
-
 
 def _topk_both(x, k, **kw):
     v, i = torch.topk(x, k, **kw)
@@ -49,7 +37,7 @@ CASES = {
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_selection_matches_pytorch_in_ncnn(case, dialect, tmp_path):
     torch.manual_seed(0)
-    checked = check_module(_Fn(CASES[case]), (torch.randn(2, 4, 8),), tmp_path, dialect=dialect, tol=1e-6)
+    checked = check_module(Fn(CASES[case]), (torch.randn(2, 4, 8),), tmp_path, dialect=dialect, tol=1e-6)
     assert max(checked.errors) <= 1e-6
 
 
@@ -58,7 +46,7 @@ def test_topk_of_masked_scores_picks_every_finite_one_then_a_masked_one(tmp_path
     before (PyTorch orders tied picks its own way; any order of them is a right answer)."""
     torch.manual_seed(1)
     mask = torch.tensor([0, 1, 0, 1, 1, 0], dtype=torch.bool)
-    module = _Fn(lambda x: _topk_both(x.masked_fill(mask, float("-inf")), 4, dim=-1)).eval()
+    module = Fn(lambda x: _topk_both(x.masked_fill(mask, float("-inf")), 4, dim=-1)).eval()
     x = torch.randn(1, 3, 6)
     result = convert(str(export_pt2(module, (x,), tmp_path / "masked.pt2")), ConvertOptions(fp16=False))
     assert result.ok
@@ -79,8 +67,8 @@ def test_topk_of_masked_scores_picks_every_finite_one_then_a_masked_one(tmp_path
 def test_topk_along_a_static_dim_of_a_run_time_length_sequence(dialect, tmp_path):
     torch.manual_seed(2)
     seq = torch.export.Dim("seq", min=2, max=64)
-    check_module(_Fn(lambda x: _topk_both(x, 2)), (torch.randn(1, 5, 8),), tmp_path, dialect=dialect,
-                 dynamic_shapes={"x": {1: seq}}, run_inputs=(torch.randn(1, 11, 8),), tol=1e-6)
+    check_module(Fn(lambda x: _topk_both(x, 2)), (torch.randn(1, 5, 8),), tmp_path, dialect=dialect,
+                 dynamic_shapes=(({1: seq},),), run_inputs=(torch.randn(1, 11, 8),), tol=1e-6)
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
@@ -88,13 +76,13 @@ def test_topk_and_max_along_the_run_time_dim_itself(dialect, tmp_path):
     """The picks along a dim of run-time size: positions made at the largest size, cut to it."""
     torch.manual_seed(3)
     seq = torch.export.Dim("seq", min=4, max=64)
-    fn = _Fn(lambda x: (*_topk_both(x, 3, dim=1), torch.max(x, dim=1)[1].float()))
-    check_module(fn, (torch.randn(1, 6, 5),), tmp_path, dialect=dialect, dynamic_shapes={"x": {1: seq}},
+    fn = Fn(lambda x: (*_topk_both(x, 3, dim=1), torch.max(x, dim=1)[1].float()))
+    check_module(fn, (torch.randn(1, 6, 5),), tmp_path, dialect=dialect, dynamic_shapes=(({1: seq},),),
                  run_inputs=(torch.randn(1, 13, 5),), tol=1e-6)
 
 
 def test_topk_beyond_the_largest_k_stays_and_is_reported(tmp_path):
-    pt2 = export_pt2(_Fn(lambda x: torch.topk(x, 65, dim=-1)[0]), (torch.randn(1, 70),), tmp_path / "big.pt2")
+    pt2 = export_pt2(Fn(lambda x: torch.topk(x, 65, dim=-1)[0]), (torch.randn(1, 70),), tmp_path / "big.pt2")
     result = convert(str(pt2), ConvertOptions())
     assert [e.op for e in result.errors] == ["aten.topk.default"]
     assert "topk with k=65 (written out up to k=64" in result.errors[0].reason

@@ -9,19 +9,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from engine.convert import ConvertOptions, convert  # noqa: E402
-from tests.harness import check_module, export_pt2  # noqa: E402
-
-DIALECTS = ["training", "core"]
-
-
-class _Fn(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, x):
-        return self.fn(x)
-
+from tests.harness import DIALECTS, Fn, check_module, export_pt2  # noqa: E402
 
 CASES = {
     # FNet's mixing: a 2-D transform of a real signal, its real part
@@ -41,7 +29,7 @@ CASES = {
 def test_transform_matches_pytorch_in_ncnn(case, dialect, tmp_path):
     torch.manual_seed(0)
     x = torch.randn(1, 6, 10)
-    checked = check_module(_Fn(CASES[case]), (x,), tmp_path, dialect=dialect, tol=1e-5)
+    checked = check_module(Fn(CASES[case]), (x,), tmp_path, dialect=dialect, tol=1e-5)
     assert max(checked.errors) < 1e-5
 
 
@@ -49,15 +37,15 @@ def test_transform_matches_pytorch_in_ncnn(case, dialect, tmp_path):
 def test_four_d_mixing_with_a_batch_of_two(dialect, tmp_path):
     torch.manual_seed(1)
     x = torch.randn(2, 3, 5, 4)
-    check_module(_Fn(lambda t: torch.fft.fftn(t, dim=(2, 3)).real + torch.fft.fft(t, dim=1).imag), (x,), tmp_path,
+    check_module(Fn(lambda t: torch.fft.fftn(t, dim=(2, 3)).real + torch.fft.fft(t, dim=1).imag), (x,), tmp_path,
                  dialect=dialect, tol=1e-5)
 
 
 def test_a_transform_over_a_dim_of_run_time_size_is_reported_not_rewritten(tmp_path):
     x = torch.randn(1, 6, 8)
     seq = torch.export.Dim("seq", min=2, max=64)
-    pt2 = export_pt2(_Fn(lambda t: torch.fft.fftn(t, dim=(1, 2)).real), (x,), tmp_path / "dyn.pt2",
-                     dynamic_shapes={"x": {1: seq}})
+    pt2 = export_pt2(Fn(lambda t: torch.fft.fftn(t, dim=(1, 2)).real), (x,), tmp_path / "dyn.pt2",
+                     dynamic_shapes=(({1: seq},),))
     result = convert(str(pt2), ConvertOptions())
     assert not result.ok
     by_op = {e.op: e.reason for e in result.errors}

@@ -16,6 +16,9 @@ ncnn gathers only int32 token ids from a model input (``Embed``) and constant in
   broadcast, not a gather);
 * **a gather from a constant that is the same along the gathered dim** (RoBERTa's token type ids
   ``zeros.gather(1, positions)``) is that constant, whatever the index;
+* **a scalar written at computed indices** — ``scatter.value`` (DeepSeek-V3's group mask,
+  ``zeros.scatter_(1, group_idx, 1)``): the one-hot rows of the indices, any of them along the
+  dim, select ``value`` over the tensor (``where``);
 * (``argmax``, ``max`` over a dim with indices and ``topk`` are :mod:`decompose_selections`',
   which runs just before and uses the same positions.)
 
@@ -391,11 +394,34 @@ def _gather(r: Rewriter) -> Operand | None:
     return out
 
 
+def _scatter_value(r: Rewriter) -> Operand | None:
+    """``x.scatter(dim, index, value)`` with run-time indices (DeepSeek-V3's group mask): the places
+    some index names along ``dim`` take ``value``: ``where(any_j one_hot(index)[j], value, x)``."""
+    op = r.op
+    x, index, value = op.inputs[0], op.named_input("index"), op.params.get("value")
+    if x.shape is None or index is None or index.shape is None or len(x.shape) != len(index.shape) or \
+            not isinstance(value, (int, float)) or isinstance(value, bool) or const_array(index) is not None:
+        return None
+    dim = op.params["dim"] % len(x.shape)
+    n = x.shape[dim]
+    if any(a != b for d, (a, b) in enumerate(zip(x.shape, index.shape)) if d != dim) or not r.measurable(n):
+        return None
+    em = r.em
+    hot = r.one_hot(index, n)  # (..., J, ..., N): 1 where index names that place
+    rest = index.shape[:dim] + index.shape[dim + 1:]
+    named = em.op("aten.amax.default", {"self": hot}, shape=rest + [n], dtype="f32", dim=[dim], keepdim=False)
+    named = em.op("aten.movedim.int", {"self": named}, shape=list(x.shape), dtype="f32", source=-1, destination=dim)
+    hit = em.op("aten.ne.Scalar", {"self": named}, shape=list(x.shape), dtype="bool", other=0)
+    return em.op("aten.where.ScalarSelf", {"condition": hit, "other": x}, shape=list(x.shape), dtype=x.dtype,
+                 param_dict={"self": value})
+
+
 REWRITES = {
     "aten.embedding.default": _embedding,
     "aten.index.Tensor": _index,
     "aten.index_select.default": _index_select,
     "aten.gather.default": _gather,
+    "aten.scatter.value": _scatter_value,
 }
 
 

@@ -19,7 +19,8 @@ after ``fold_constants``) together cover every position, reads the ``empty`` onl
 
 A ``copy`` into a part of uninitialised memory reads only that part's shape; when the source has
 the same shape and dtype it is the source itself, and the copy goes, so nothing reads the
-``empty`` any more. Writes with a step or bounds computed at run time, along a dynamic dim, or
+``empty`` any more. The tensor's other dims may have run-time sizes (DeepSeek-V3's keys at any
+sequence length). Writes with a step or bounds computed at run time, along a dynamic dim, or
 that leave part of the tensor unwritten, are left as they are (and an ``empty`` that is still
 read stays unconverted, named in the report).
 """
@@ -64,8 +65,8 @@ def _drop_copies(graph: Graph) -> int:
         if op.type != "aten.copy.default" or len(op.inputs) < 2 or len(op.outputs) != 1:
             continue
         dst, src, out = op.inputs[0], op.named_input("src") or op.inputs[1], op.outputs[0]
-        if is_static(out.shape) and list(src.shape or ()) == list(out.shape) and src.dtype == out.dtype \
-                and _rooted_in_empty(dst):
+        if out.shape is not None and list(src.shape or ()) == list(out.shape) and src.dtype == out.dtype \
+                and _rooted_in_empty(dst):  # a run-time size is the same symbol in both
             graph.replace_all_uses(out, src)
             graph.remove_op(op)
             graph.prune([dst])
@@ -74,13 +75,16 @@ def _drop_copies(graph: Graph) -> int:
 
 
 def _write(op: Operator) -> tuple[int, int, int, Operand] | None:
-    """``(dim, start, end, src)`` of one scatter of static shape, bounds and step 1, else None."""
+    """``(dim, start, end, src)`` of one scatter along a dim of static size, with static bounds and
+    step 1, else None (the other dims may have run-time sizes: the parts are joined along ``dim``)."""
     shape = op.outputs[0].shape
     dim = op.params.get("dim", 0)
-    if not is_static(shape) or not isinstance(dim, int) or not -len(shape) <= dim < len(shape):
+    if shape is None or not isinstance(dim, int) or not -len(shape) <= dim < len(shape):
         return None
     dim %= len(shape)
     size = shape[dim]
+    if not isinstance(size, int):
+        return None
     src = op.named_input("src")
     if src is None or src.dtype != op.outputs[0].dtype:
         return None

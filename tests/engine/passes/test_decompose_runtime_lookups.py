@@ -82,3 +82,32 @@ def test_argmax_takes_the_first_of_ties(tmp_path, dialect, which):
     c = check_module(Fn(lambda x: (fn(x, -1), fn(x, 1, keepdim=True), fn(x.flatten(1), 1))), [x], tmp_path,
                      dialect=dialect)
     assert c.errors == [0.0, 0.0, 0.0]
+
+
+class GroupMask(nn.Module):
+    """DeepSeek-V3's group-limited routing: the best 2 of 4 expert groups per token, marked by
+    scattering ones into zeros at their indices, then the scores of the other groups zeroed."""
+
+    def forward(self, scores):
+        groups = scores.view(scores.shape[0], 4, -1).amax(-1)
+        idx = torch.topk(groups, k=2, dim=-1, sorted=False)[1]
+        mask = torch.zeros_like(groups)
+        mask.scatter_(1, idx, 1)
+        keep = mask.unsqueeze(-1).expand(-1, 4, scores.shape[1] // 4).reshape(scores.shape[0], -1)
+        return scores.masked_fill(~keep.bool(), 0.0), mask
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_scatter_of_a_scalar_at_computed_indices(tmp_path, dialect):
+    torch.manual_seed(0)
+    c = check_module(GroupMask(), [torch.randn(5, 16)], tmp_path, dialect=dialect, tol=1e-6)
+    assert max(c.errors) <= 1e-6
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_scatter_of_a_scalar_into_activations_along_a_run_time_length(tmp_path, dialect):
+    """Values written into a computed tensor, the scattered dim of run-time size (cut positions)."""
+    n = torch.export.Dim("n", min=4, max=32)
+    fn = Fn(lambda x: (x * 2).scatter(1, torch.argmax(x, dim=1, keepdim=True), -5.0))
+    check_module(fn, [torch.randn(3, 7)], tmp_path, dialect=dialect, dynamic_shapes=(({1: n},),),
+                 run_inputs=[torch.randn(3, 12)], tol=1e-6)

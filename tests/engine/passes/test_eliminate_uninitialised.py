@@ -52,6 +52,17 @@ CASES = {
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("length", [3, 11])
+def test_keys_assembled_in_empty_memory_at_a_run_time_length(tmp_path, dialect, length):
+    """DeepSeek-V3's keys with the sequence length dynamic: the writes go along the static last
+    dim, so the parts join there whatever the length."""
+    seq = torch.export.Dim("seq", min=2, max=32)
+    check_module(Fn(keys_like_deepseek), [torch.randn(1, 4, 6, 8), torch.randn(1, 1, 6, 4)], tmp_path,
+                 dialect=dialect, dynamic_shapes=(({2: seq}, {2: seq}),),
+                 run_inputs=[torch.randn(1, 4, length, 8), torch.randn(1, 1, length, 4)])
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
 @pytest.mark.parametrize("name", list(CASES))
 def test_tensor_assembled_in_empty_memory(tmp_path, dialect, name):
     fn, shapes = CASES[name]

@@ -15,7 +15,9 @@ out on their real layout by :mod:`realize_complex_views`. So:
 * ``_fft_r2c(x, dims, normalization, onesided)`` → ``_fft_r2c`` along the last of ``dims`` (the
   one a one-sided transform halves), ``_fft_c2c`` along the others;
 * ``_fft_c2r`` and the training dialect's ``fft_rfft`` / ``fft_irfft`` along a dim that is not
-  the last → the same op between the two transposes;
+  the last → the same op between the two transposes; ``_fft_c2r`` over several dims (and the
+  training dialect's ``fft_irfft2`` / ``fft_irfftn``, ``s`` None) → inverse ``_fft_c2c`` along
+  all but the last of them, then ``_fft_c2r`` along that;
 * the training dialect's ``fft_fft`` / ``fft_ifft`` / ``fft_fft2`` / ``fft_ifft2`` /
   ``fft_fftn`` / ``fft_ifftn`` / ``fft_rfft2`` / ``fft_rfftn`` (``n`` / ``s`` None: no padding
   or cropping) → the core forms;
@@ -23,8 +25,7 @@ out on their real layout by :mod:`realize_complex_views`. So:
 
 Only transforms whose dims have static sizes up to :data:`decompose_fft.MAX_POINTS` are
 rewritten (others stay as they are and are reported unconverted); an inverse transform of a
-real signal is left alone, and so are inverse real transforms over several dims (``irfft2``,
-``irfftn``).
+real signal is left alone.
 """
 from __future__ import annotations
 
@@ -46,6 +47,8 @@ _ONESIDED = ("aten.fft_rfft2.default", "aten.fft_rfftn.default")
 #: one-dim ops kept as they are, only moved to the last dim: type → the param naming the dim
 _ONE_DIM = {"aten._fft_c2r.default": "dim", "aten.fft_rfft.default": "dim", "aten.fft_irfft.default": "dim"}
 _PARTS = {"aten.real.default": 0, "aten.imag.default": 1}
+#: training-dialect inverse real transforms over several dims: type → default dims
+_INVERSE_REAL = {"aten.fft_irfft2.default": [-2, -1], "aten.fft_irfftn.default": None}
 
 
 class _Chain:
@@ -142,6 +145,25 @@ def _transform(graph: Graph, op: Operator, dims: list[int], normalization: int, 
     return True
 
 
+def _inverse_real(graph: Graph, op: Operator, dims: list[int], normalization: int, last: int) -> bool:
+    """An inverse real transform over ``dims``: inverse complex ones along all but the last of them,
+    then the inverse real one (of ``last`` points) along that."""
+    x, out = op.inputs[0], op.outputs[0]
+    if x.dtype not in REAL_OF or x.shape is None or out.shape is None or len(op.outputs) != 1 \
+            or not _static(x.shape, dims, op) or not _static([last], [0], op):
+        return False
+    chain = _Chain(graph, op)
+    y = x
+    for d in dims[:-1]:
+        y = chain.along(y, d, "aten._fft_c2c.default", y.shape[d], y.dtype, lambda r: [r],
+                        normalization=normalization, forward=False)
+    y = chain.along(y, dims[-1], "aten._fft_c2r.default", last, REAL_OF[x.dtype], lambda r: [r],
+                    normalization=normalization, last_dim_size=last)
+    chain.em.replace(y)
+    graph.remove_op(op)
+    return True
+
+
 def _move_to_last(graph: Graph, op: Operator) -> bool:
     """A one-dim transform along a dim that is not the last, between two transposes."""
     key = _ONE_DIM[op.type]
@@ -185,6 +207,16 @@ def _rewrite(graph: Graph, op: Operator) -> bool:
         return False
     if t in _PARTS:
         return _part(graph, op)
+    if t in _INVERSE_REAL:
+        dims = _dims(p.get("dim", _INVERSE_REAL[t]), rank)
+        norm = p.get("norm")
+        if p.get("s") is not None or norm not in _NORMS or dims is None or not isinstance(op.inputs[0].shape[dims[-1]], int):
+            return False
+        return _inverse_real(graph, op, dims, _NORMS[norm][1], 2 * (op.inputs[0].shape[dims[-1]] - 1))
+    if t == "aten._fft_c2r.default":
+        dims = _dims(p.get("dim"), rank)
+        if dims is not None and len(dims) > 1 and isinstance(p.get("last_dim_size"), int):
+            return _inverse_real(graph, op, dims, int(p.get("normalization", 0)), p["last_dim_size"])
     if t in _ONE_DIM:
         return _move_to_last(graph, op)
     if t in _TRAINING:
@@ -205,7 +237,7 @@ def _rewrite(graph: Graph, op: Operator) -> bool:
 
 
 #: every transform this pass rewrites (what decompose_fft takes stays)
-_TRANSFORMS = (*_TRAINING, *_ONE_DIM, "aten._fft_c2c.default", "aten._fft_r2c.default")
+_TRANSFORMS = (*_TRAINING, *_INVERSE_REAL, *_ONE_DIM, "aten._fft_c2c.default", "aten._fft_r2c.default")
 
 
 @graph_pass("normalize_fft", "FFTs over any dims as one-dim transforms along the last dim; real/imag as selects")

@@ -17,7 +17,7 @@ Linear ops are the same on the real layout too: a complex zero tensor (``full``)
 ending in 2; ``index_put`` of complex values into a complex tensor (core ATen's overlap-add in
 a complex ``istft``) scatters their real layouts; a complex tensor times or divided by a real
 one multiplies both parts (the real one given a trailing axis of 1); complex sums and
-differences add the layouts.
+differences add the layouts (so does a product with a real number).
 """
 from __future__ import annotations
 
@@ -100,6 +100,8 @@ def _realize_linear(graph: Graph, op: Operator, reals: dict[int, Operand]) -> bo
     if out is None or out.dtype not in REAL_OF or out.shape is None or kinds is None:
         return False
     args = dict(zip(op.input_names, op.inputs))
+    if kinds.get("other") == "r" and "other" not in args and _real_scalar(op.params.get("other")):
+        kinds = {"self": "c"}  # times / divided by a real number: both parts alike
     if op.params.get("alpha", 1) != 1 or any(
             a is None or a.shape is None or (a.dtype in REAL_OF) != (kinds[k] == "c") for k, a in
             ((k, args.get(k)) for k in kinds)):
@@ -118,6 +120,10 @@ def _realize_linear(graph: Graph, op: Operator, reals: dict[int, Operand]) -> bo
               param_dict=dict(op.params))
     _replace_by_complex(graph, em, op, y)
     return True
+
+
+def _real_scalar(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
 def _realize_zeros(graph: Graph, op: Operator) -> bool:

@@ -105,16 +105,27 @@ def test_custom_window_is_refused(tmp_path):
 
 
 def test_complex_result_used_elementwise_is_refused(tmp_path):
-    """ncnn has no complex numbers: a spectrum read by anything but view_as_real / abs / istft
-    would be computed on its real layout."""
+    """ncnn has no complex numbers: a spectrum read by anything but its views, linear ops, abs
+    or istft would be computed on its real layout."""
     from engine.convert import ConvertOptions, convert
+
+    class Exp(STFT):
+        def forward(self, x):
+            return torch.view_as_real(torch.stft(x, window=self.window, **self.kw).exp())
+
+    result = convert(str(export_pt2(Exp(), [torch.randn(1, 64)], tmp_path / "m.pt2")), ConvertOptions())
+    assert any("complex" in d.reason for d in result.errors), result.errors
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_spectrum_times_a_real_number(tmp_path, dialect):
+    """A product with a real number scales both parts: the same product on the real layout."""
 
     class Scaled(STFT):
         def forward(self, x):
-            return torch.view_as_real(torch.stft(x, window=self.window, **self.kw) * 2)
+            return torch.view_as_real(torch.stft(x, window=self.window, **self.kw) * 2.5)
 
-    result = convert(str(export_pt2(Scaled(), [torch.randn(1, 64)], tmp_path / "m.pt2")), ConvertOptions())
-    assert any("complex" in d.reason for d in result.errors), result.errors
+    check_module(Scaled(), [torch.randn(1, 64)], tmp_path, dialect=dialect)
 
 
 class ComplexViews(STFT):

@@ -21,6 +21,8 @@ CASES = {
     "rfft_dim1_abs": lambda x: torch.fft.rfft(x, dim=1).abs(),
     "irfft_dim1": lambda x: torch.fft.irfft(torch.fft.rfft(x, dim=1), n=x.shape[1], dim=1),
     "rfft2_real": lambda x: torch.fft.rfft2(x).real,
+    "irfft2_of_rfft2": lambda x: torch.fft.irfft2(torch.fft.rfft2(x) * 0.5),
+    "irfftn_ortho_dims01": lambda x: torch.fft.irfftn(torch.fft.rfftn(x, dim=(0, 1)), dim=(0, 1), norm="ortho"),
 }
 
 

@@ -150,7 +150,11 @@ def _inverse_real(graph: Graph, op: Operator, dims: list[int], normalization: in
     then the inverse real one (of ``last`` points) along that."""
     x, out = op.inputs[0], op.outputs[0]
     if x.dtype not in REAL_OF or x.shape is None or out.shape is None or len(op.outputs) != 1 \
-            or not _static(x.shape, dims, op) or not _static([last], [0], op):
+            or not _static(x.shape, dims, op):
+        return False
+    if not 0 < last <= MAX_POINTS:
+        op.meta["fft_left"] = True
+        op.meta["unsupported_reason"] = f"unsupported: an inverse real transform to {last} points (up to {MAX_POINTS})"
         return False
     chain = _Chain(graph, op)
     y = x

@@ -44,7 +44,7 @@ import numpy as np
 from ..converters.shape import gather_runs
 from ..ir import Graph, Operand, Operator
 from ._aten import AtenEmitter
-from ._match import const_array
+from ._match import const_array, number
 from .fold_dynamic_constants import cut_constant_to, largest_size
 from .manager import graph_pass
 
@@ -398,9 +398,9 @@ def _scatter_value(r: Rewriter) -> Operand | None:
     """``x.scatter(dim, index, value)`` with run-time indices (DeepSeek-V3's group mask): the places
     some index names along ``dim`` take ``value``: ``where(any_j one_hot(index)[j], value, x)``."""
     op = r.op
-    x, index, value = op.inputs[0], op.named_input("index"), op.params.get("value")
+    x, index, value = op.inputs[0], op.named_input("index"), number(op, "value")
     if x.shape is None or index is None or index.shape is None or len(x.shape) != len(index.shape) or \
-            not isinstance(value, (int, float)) or isinstance(value, bool) or const_array(index) is not None:
+            value is None or const_array(index) is not None:
         return None
     dim = op.params["dim"] % len(x.shape)
     n = x.shape[dim]
@@ -436,21 +436,31 @@ def _claimed(op: Operator, ctx) -> bool:
     return conv is not None and conv.priority > Priority.LOW
 
 
-@graph_pass("decompose_runtime_lookups", "turn computed-index lookups into exact one-hot arithmetic")
-def run(graph: Graph, cx) -> None:
-    from ..convert.context import ConversionContext
-
-    ctx = ConversionContext(graph, options=cx.options, diagnostics=[], stage="decompose_runtime_lookups")
+def apply_rewrites(graph: Graph, rewrites: dict, skip=None) -> None:
+    """Replace every ATen operator whose type has an entry in ``rewrites`` and whose result is read
+    by what that entry emits: ``fn(Rewriter)`` returns the new operand (a list of them, one per
+    output, for an operator of several outputs) or None to leave the operator. ``skip(op)``: leave
+    it without asking."""
     for op in list(graph.ops):
-        fn = REWRITES.get(op.type)
-        if fn is None or "target" not in op.meta or len(op.outputs) != 1 or not op.outputs[0].consumers:
+        fn = rewrites.get(op.type)
+        if fn is None or "target" not in op.meta or not any(o.consumers for o in op.outputs):
             continue
-        if _claimed(op, ctx):
+        if skip is not None and skip(op):
             continue
         r = Rewriter(graph, op)
         new = fn(r)
         if new is None:
             continue
-        r.em.replace(new)
-        graph.prune([op.outputs[0]])
+        for k, y in enumerate(new if isinstance(new, list) else [new]):
+            if y is not None and op.outputs[k].consumers:
+                r.em.replace(y, k)
+        graph.prune(list(op.outputs))
         log.debug("rewrote %s (%s)", op.name, op.type)
+
+
+@graph_pass("decompose_runtime_lookups", "turn computed-index lookups into exact one-hot arithmetic")
+def run(graph: Graph, cx) -> None:
+    from ..convert.context import ConversionContext
+
+    ctx = ConversionContext(graph, options=cx.options, diagnostics=[], stage="decompose_runtime_lookups")
+    apply_rewrites(graph, REWRITES, skip=lambda op: _claimed(op, ctx))

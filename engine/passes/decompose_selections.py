@@ -23,15 +23,11 @@ wrap-around. A NaN is not ranked as PyTorch ranks it (the largest).
 """
 from __future__ import annotations
 
-import logging
-
 from ..convert.shapes import normalize_dim
 from ..ir import Graph, Operand
 from ._match import const_array
-from .decompose_runtime_lookups import Rewriter, _product
+from .decompose_runtime_lookups import Rewriter, _product, apply_rewrites
 from .manager import graph_pass
-
-log = logging.getLogger(__name__)
 
 #: the largest k decomposed (each pick is about seven ops)
 MAX_K = 64
@@ -159,16 +155,4 @@ REWRITES = {
 
 @graph_pass("decompose_selections", "argmax, max/min over a dim with indices and topk as exact arithmetic")
 def run(graph: Graph, cx) -> None:
-    for op in list(graph.ops):
-        fn = REWRITES.get(op.type)
-        if fn is None or "target" not in op.meta or not any(o.consumers for o in op.outputs):
-            continue
-        r = Rewriter(graph, op)
-        new = fn(r)
-        if new is None:
-            continue
-        for k, y in enumerate(new):
-            if y is not None and op.outputs[k].consumers:
-                r.em.replace(y, k)
-        graph.prune(list(op.outputs))
-        log.debug("rewrote %s (%s)", op.name, op.type)
+    apply_rewrites(graph, REWRITES)

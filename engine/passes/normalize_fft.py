@@ -44,8 +44,8 @@ _TRAINING = {"aten.fft_fft.default": ("n", -1, True), "aten.fft_ifft.default": (
              "aten.fft_rfft2.default": ("s", [-2, -1], True), "aten.fft_rfftn.default": ("s", None, True)}
 #: of those, the one-sided transforms of a real signal
 _ONESIDED = ("aten.fft_rfft2.default", "aten.fft_rfftn.default")
-#: one-dim ops kept as they are, only moved to the last dim: type → the param naming the dim
-_ONE_DIM = {"aten._fft_c2r.default": "dim", "aten.fft_rfft.default": "dim", "aten.fft_irfft.default": "dim"}
+#: one-dim ops kept as they are, only moved to the last dim (``dim`` names it)
+_ONE_DIM = ("aten._fft_c2r.default", "aten.fft_rfft.default", "aten.fft_irfft.default")
 _PARTS = {"aten.real.default": 0, "aten.imag.default": 1}
 #: training-dialect inverse real transforms over several dims: type → default dims
 _INVERSE_REAL = {"aten.fft_irfft2.default": [-2, -1], "aten.fft_irfftn.default": None}
@@ -73,7 +73,6 @@ class _Chain:
         moved = d != rank - 1
         src = self._transpose(x, d) if moved else x
         shape = list(src.shape[:-1]) + [last]
-        self.k += 1
         y = self.em.op(type, {"self": src}, shape=shape, dtype=dtype, name=f"{self.name}_d{d}",
                        param_dict={"dim": dim_param(rank - 1)}, **params)
         return self._transpose(y, d) if moved else y
@@ -170,19 +169,18 @@ def _inverse_real(graph: Graph, op: Operator, dims: list[int], normalization: in
 
 def _move_to_last(graph: Graph, op: Operator) -> bool:
     """A one-dim transform along a dim that is not the last, between two transposes."""
-    key = _ONE_DIM[op.type]
     x, out = op.inputs[0], op.outputs[0]
     if x.shape is None or out.shape is None or len(op.inputs) != 1 or len(op.outputs) != 1:
         return False
-    dims = _dims(op.params.get(key, -1), len(x.shape))
+    dims = _dims(op.params.get("dim", -1), len(x.shape))
     if dims is None or len(dims) != 1 or dims[0] == len(x.shape) - 1 or not _static(x.shape, dims, op):
         return False
     d = dims[0]
-    params = {k: v for k, v in op.params.items() if k != key}
-    listed = isinstance(op.params.get(key), (list, tuple))
-    y = _Chain(graph, op).along(x, d, op.type, out.shape[d], out.dtype, (lambda r: [r]) if listed else (lambda r: r),
-                                **params)
-    AtenEmitter(graph, op).replace(y)
+    params = {k: v for k, v in op.params.items() if k != "dim"}
+    listed = isinstance(op.params.get("dim"), (list, tuple))
+    chain = _Chain(graph, op)
+    y = chain.along(x, d, op.type, out.shape[d], out.dtype, (lambda r: [r]) if listed else (lambda r: r), **params)
+    chain.em.replace(y)
     graph.remove_op(op)
     return True
 

@@ -26,6 +26,7 @@ import numpy as np
 from ..convert.shapes import normalize_dim
 from ..ir import Graph, Operand, Operator
 from ._aten import AtenEmitter
+from ._match import number
 from .fold_constants import NUMPY_DTYPES
 from .manager import graph_pass
 
@@ -100,7 +101,7 @@ def _realize_linear(graph: Graph, op: Operator, reals: dict[int, Operand]) -> bo
     if out is None or out.dtype not in REAL_OF or out.shape is None or kinds is None:
         return False
     args = dict(zip(op.input_names, op.inputs))
-    if kinds.get("other") == "r" and "other" not in args and _real_scalar(op.params.get("other")):
+    if kinds.get("other") == "r" and "other" not in args and number(op, "other") is not None:
         kinds = {"self": "c"}  # times / divided by a real number: both parts alike
     if op.params.get("alpha", 1) != 1 or any(
             a is None or a.shape is None or (a.dtype in REAL_OF) != (kinds[k] == "c") for k, a in
@@ -120,10 +121,6 @@ def _realize_linear(graph: Graph, op: Operator, reals: dict[int, Operand]) -> bo
               param_dict=dict(op.params))
     _replace_by_complex(graph, em, op, y)
     return True
-
-
-def _real_scalar(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
 def _realize_zeros(graph: Graph, op: Operator) -> bool:

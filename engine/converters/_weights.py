@@ -23,6 +23,17 @@ def derived(fn: Callable[[], np.ndarray], shape: Sequence[int], dtype: str = "f3
     return Attribute(loader=fn, shape=tuple(int(s) for s in shape), dtype=dtype)
 
 
+def product_f32(a, b) -> np.ndarray:
+    """``a * b`` (broadcast) rounded once to float32: each value is the float64 product rounded,
+    whatever the operands' dtypes, without a float64 copy of either. Two float32 operands
+    multiply in float32, which is that same value (their significands multiply exactly in
+    float64) about five times faster on a large kernel."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype == np.float32 and b.dtype == np.float32:
+        return a * b
+    return np.multiply(a, b, dtype=np.float64, out=np.empty(np.broadcast_shapes(a.shape, b.shape), np.float32))
+
+
 def as_f64(attr: Attribute | None, n: int, fill: float) -> np.ndarray:
     """The attribute's data as a flat float64 vector, or ``n`` copies of ``fill`` when absent."""
     if attr is None:

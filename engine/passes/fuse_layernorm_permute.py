@@ -26,7 +26,7 @@ import logging
 
 import numpy as np
 
-from ..converters._weights import derived
+from ..converters._weights import derived, product_f32
 from ..ir import Attribute, Graph, Operand, Operator
 from .manager import graph_pass
 
@@ -123,11 +123,9 @@ def _fold_scale(graph: Graph, conv: Operator, scale_op: Operator, gamma: Attribu
     """Fold ``conv(x) * gamma`` (per output channel) into the 1×1 convolution."""
     n = int(conv.params["out_channels"])
     w, b = conv.attrs["weight"], conv.attrs.get("bias")
-    g = lambda: np.asarray(gamma.data, np.float64).reshape(-1)  # noqa: E731
-    conv.attrs["weight"] = derived(lambda: (np.asarray(w.data, np.float64) * g().reshape(-1, 1, 1, 1)).astype(np.float32),
-                                   w.shape)
-    conv.attrs["bias"] = derived(lambda: ((np.zeros(n) if b is None else np.asarray(b.data, np.float64)) * g()
-                                          ).astype(np.float32), (n,))
+    g = lambda: np.asarray(gamma.data).reshape(-1)  # noqa: E731
+    conv.attrs["weight"] = derived(lambda: product_f32(w.data, g().reshape(-1, 1, 1, 1)), w.shape)
+    conv.attrs["bias"] = derived(lambda: product_f32(np.zeros(n, np.float32) if b is None else b.data, g()), (n,))
     conv.params["bias"] = True
     conv.provenance = conv.provenance.union(scale_op.provenance)
     graph.replace_all_uses(scale_op.outputs[0], conv.outputs[0])

@@ -15,6 +15,7 @@ from typing import Callable
 
 from ..errors import WriteError
 from ..ir import Graph
+from .parallel import run_both, worth_parallel
 
 
 def _pair(a, b, what: str) -> bool:
@@ -83,26 +84,36 @@ def write_files(*, ncnn_graph: Graph, pnnx_graph: Graph | None, ncnn_param=None,
     _script_needs(ncnn_py, ncnn_param, "ncnn model (.ncnn.param/.ncnn.bin)")
     if pnnx_py is not None and pnnx_graph is None:
         raise WriteError(str(pnnx_py), "this conversion kept no pnnx-level graph")
-    written: list[Path] = []
     if partial:
         ncnn_graph = with_custom_layers(ncnn_graph)
-    progress = _cancel_check(cancel)
-    with atomic_transaction():
-        if _pair(ncnn_param, ncnn_bin, "ncnn model"):
+    ncnn_model = _pair(ncnn_param, ncnn_bin, "ncnn model")
+    pnnx_model = _pair(pnnx_param, pnnx_bin, "pnnx model")
+    if pnnx_model and pnnx_graph is None:
+        raise WriteError(str(pnnx_param), "this conversion kept no pnnx-level graph")
+
+    def ncnn_side(progress) -> None:
+        if ncnn_model:
             write_ncnn(ncnn_graph, ncnn_param, ncnn_bin, fp16=fp16, progress=progress, warn=warn)
-            written += [Path(ncnn_param), Path(ncnn_bin)]
-        if _pair(pnnx_param, pnnx_bin, "pnnx model"):
-            if pnnx_graph is None:
-                raise WriteError(str(pnnx_param), "this conversion kept no pnnx-level graph")
-            write_pnnx(pnnx_graph, pnnx_param, pnnx_bin, progress=progress)
-            written += [Path(pnnx_param), Path(pnnx_bin)]
-        if pnnx_py is not None:
-            write_pnnx_py(pnnx_graph, pnnx_py, pnnx_bin, program_signature=program_signature, source=source)
-            written.append(Path(pnnx_py))
         if ncnn_py is not None:
             write_ncnn_py(ncnn_graph, pnnx_graph, ncnn_py, ncnn_param, ncnn_bin, program_signature=program_signature,
                           source=source)
-            written.append(Path(ncnn_py))
+
+    def pnnx_side(progress) -> None:
+        if pnnx_model:
+            write_pnnx(pnnx_graph, pnnx_param, pnnx_bin, progress=progress)
+        if pnnx_py is not None:
+            write_pnnx_py(pnnx_graph, pnnx_py, pnnx_bin, program_signature=program_signature, source=source)
+
+    progress = _cancel_check(cancel)
+    with atomic_transaction():
+        if ncnn_model and pnnx_model and worth_parallel(ncnn_graph):
+            run_both(ncnn_side, pnnx_side, progress)
+        else:
+            ncnn_side(progress)
+            pnnx_side(progress)
         if progress is not None:
             progress(1, 1)
+    written = [Path(p) for p, wanted in ((ncnn_param, ncnn_model), (ncnn_bin, ncnn_model), (pnnx_param, pnnx_model),
+                                         (pnnx_bin, pnnx_model), (pnnx_py, True), (ncnn_py, True))
+               if wanted and p is not None]
     return written

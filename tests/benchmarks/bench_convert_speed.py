@@ -1,6 +1,6 @@
 """Conversion speed against an earlier commit, side by side in the same run (issue 13): the
 whole ``pt2ncnn convert`` process on every torchvision classifier, CPU time of the process
-(user + system), the current tree against a checkout of the baseline commit. Not part of the
+(user + system) and its wall-clock time, the current tree against a checkout of the baseline commit. Not part of the
 test run; needs the benchmark virtualenv (torch, torchvision)::
 
     git worktree add --detach /tmp/pt2ncnn-baseline ddd4dc1
@@ -81,18 +81,20 @@ def _empty(out: Path) -> None:
     out.mkdir(parents=True)
 
 
-def cli_cpu(python: str, tree: Path, model: Path, out: Path) -> tuple[float, float]:
+def cli_cpu(python: str, tree: Path, model: Path, out: Path) -> tuple[float, float, float]:
     """CPU seconds ``(user, system)`` of one whole ``pt2ncnn convert`` process of ``tree``,
-    writing into an empty folder."""
+    writing into an empty folder, and its wall-clock seconds."""
     _empty(out)
     env = _tree_env(tree)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
     r = subprocess.run([python, "-m", "engine.cli.main", "convert", str(model), "-o", str(out), "-q"],
                        cwd=tree, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if r.returncode != 0:
         raise RuntimeError(f"{tree}: convert {model.name} failed: {r.stderr.strip()[-400:]}")
-    return after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime
+    return after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime, wall
 
 
 #: the in-process measurement: the engine's modules imported first (not timed), then the CLI's
@@ -143,11 +145,13 @@ def measure(name: str, model: Path, baseline: Path, python: str, runs: int, scra
     for _ in range(runs):
         base_in.append(inproc_cpu(python, baseline, model, base_out))
         cur_in.append(inproc_cpu(python, ROOT, model, cur_out))
-    b, c = statistics.median(u + s for u, s in base), statistics.median(u + s for u, s in cur)
-    bu, cu = statistics.median(u for u, _ in base), statistics.median(u for u, _ in cur)
+    b, c = statistics.median(u + s for u, s, _ in base), statistics.median(u + s for u, s, _ in cur)
+    bu, cu = statistics.median(u for u, _, _ in base), statistics.median(u for u, _, _ in cur)
+    bw, cw = statistics.median(w for _, _, w in base), statistics.median(w for _, _, w in cur)
     bi, ci = statistics.median(u for u, _ in base_in), statistics.median(u for u, _ in cur_in)
     return {"model": name, "baseline_s": round(b, 3), "current_s": round(c, 3), "speedup": round(b / c, 2),
             "baseline_user_s": round(bu, 3), "current_user_s": round(cu, 3), "user_speedup": round(bu / cu, 2),
+            "baseline_wall_s": round(bw, 3), "current_wall_s": round(cw, 3), "wall_speedup": round(bw / cw, 2),
             "baseline_inproc_s": round(bi, 3), "current_inproc_s": round(ci, 3), "inproc_speedup": round(bi / ci, 2),
             "identical": identical, "mb": round(model.stat().st_size / 2**20, 1)}
 
@@ -165,13 +169,15 @@ def write_report(rows: list[dict], baseline_rev: str, current_rev: str, runs: in
         "freeing them costs whoever frees them up to 1.5 s of system time here, alike for both trees). "
         "*identical*: the four output files are byte-identical. *user*: the same runs' user CPU time "
         "alone (the system time, page faults on the mapped weights and writing the outputs, varies by "
-        "tenths of a second between identical runs here). *in process*: user CPU time of the "
+        "tenths of a second between identical runs here). *wall*: the same runs' wall-clock time, "
+        "what a user waits (the current tree writes a model with heavy weights on two threads). *in process*: user CPU time of the "
         "conversion alone (reading, converting, writing the files) in a process that has already started "
         "and imported the engine, median of as many interleaved runs: what the interpreter's start and "
         "the imports, which both trees pay alike on every run, hide in the whole-process ratio.", "",
     ]
     if ok:
         for key, what in (("speedup", "speed-up (user + system)"), ("user_speedup", "speed-up (user)"),
+                          ("wall_speedup", "speed-up (wall clock)"),
                           ("inproc_speedup", "speed-up in process (user)")):
             sp = [r[key] for r in ok if key in r]
             if sp:
@@ -179,18 +185,19 @@ def write_report(rows: list[dict], baseline_rev: str, current_rev: str, runs: in
                           f"max {max(sp):.2f}×.**", ""]
         lines += [f"{sum(r['identical'] for r in ok)}/{len(ok)} byte-identical outputs.", ""]
     lines += ["| model | .pt2 | baseline | current | speed-up | user: baseline | user: current | user speed-up "
+              "| wall: baseline | wall: current | wall speed-up "
               "| in process (user): baseline | in process: current | in-process speed-up | identical |",
-              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|"]
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|"]
     for r in rows:
         if "speedup" not in r:
-            lines.append(f"| {r['model']} | | | | {r.get('error', '')[:80]} | | | | | | | |")
+            lines.append(f"| {r['model']} | | | | {r.get('error', '')[:80]} | | | | | | | | | | |")
             continue
         cells = []
-        for key in ("user", "inproc"):
+        for key in ("user", "wall", "inproc"):
             cells.append(f"{r[f'baseline_{key}_s']:.2f} s | {r[f'current_{key}_s']:.2f} s | {r[f'{key}_speedup']:.2f}×"
                          if f"{key}_speedup" in r else "— | — | —")
         lines.append(f"| {r['model']} | {r['mb']:.0f} MB | {r['baseline_s']:.2f} s | {r['current_s']:.2f} s | "
-                     f"{r['speedup']:.2f}× | {cells[0]} | {cells[1]} | {'✅' if r['identical'] else '❌'} |")
+                     f"{r['speedup']:.2f}× | {cells[0]} | {cells[1]} | {cells[2]} | {'✅' if r['identical'] else '❌'} |")
     (RESULTS / "convert_speed.md").write_text("\n".join(lines) + "\n")
 
 

@@ -20,9 +20,12 @@ Every problem with an input file raises :class:`engine.PT2FormatError` (a :class
 The conversion and verification parts are imported on first use, so ``import engine`` stays
 cheap for inspection.
 """
-from engine.errors import PT2Error, PT2FormatError
-from engine.reader.archive import MemberInfo
-from engine.reader.package import ExportedProgram, Package, load
+from engine.collector import no_cyclic_gc
+
+with no_cyclic_gc():  # the reader's modules (and numpy) make ~30k objects that live on: 8 needless collections
+    from engine.errors import PT2Error, PT2FormatError
+    from engine.reader.archive import MemberInfo
+    from engine.reader.package import ExportedProgram, Package, load
 
 #: names re-exported from subpackages on first use (``engine.convert`` and ``engine.verify``
 #: are the subpackages themselves: ``from engine.convert import convert``)

@@ -17,11 +17,13 @@ traceback (``--debug`` shows it); 1 an unexpected internal error.
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import logging
 import os
 import sys
 
+from engine.collector import no_cyclic_gc
 from engine.errors import PluginError, PT2Error, ScaffoldError
 
 log = logging.getLogger(__name__)
@@ -130,10 +132,13 @@ def main(argv: list[str] | None = None, *, exiting: bool = False) -> int:
                         format="%(levelname)s %(name)s: %(message)s")
     args = None
     try:
-        if exiting:
-            _import_numpy_here()
-        commands = _load_commands()
-        parser = build_parser(commands)
+        with no_cyclic_gc():  # the commands' modules make ~50k objects that live on
+            if exiting:
+                _import_numpy_here()
+            commands = _load_commands()
+            parser = build_parser(commands)
+            if exiting:
+                gc.freeze()  # no collection walks them, now (the count starts again) or later
         args = parser.parse_args(rewrite_shorthand(argv, commands))
         args.exiting = exiting
         if args.command is None:

@@ -31,14 +31,20 @@ entry()
 """
 
 
-def test_numpy_is_imported_from_a_shallow_frame(tmp_path):
-    p = subprocess.run([sys.executable, "-c", _PROBE, "convert", str(SAMPLE), "-o", str(tmp_path), "-q"],
+def _convert_with(probe: str, out) -> str:
+    """Run ``probe`` (a script ending in ``entry()``) as ``pt2ncnn convert`` of the sample into
+    ``out``; the written model must load in ncnn. Returns what the probe printed."""
+    p = subprocess.run([sys.executable, "-c", probe, "convert", str(SAMPLE), "-o", str(out), "-q"],
                        capture_output=True, text=True, env=child_env(), cwd=ROOT, timeout=120)
     assert p.returncode == 0, p.stderr
-    depth = int(p.stdout.split("depth=")[1].split()[0])
-    assert depth <= 12, f"numpy first imported {depth} frames deep"
-    _, rp, rb = load_net(tmp_path / "tiny_cnn.ncnn.param", tmp_path / "tiny_cnn.ncnn.bin")
+    _, rp, rb = load_net(out / "tiny_cnn.ncnn.param", out / "tiny_cnn.ncnn.bin")
     assert (rp, rb) == (0, 0), "the written model does not load in ncnn"
+    return p.stdout
+
+
+def test_numpy_is_imported_from_a_shallow_frame(tmp_path):
+    depth = int(_convert_with(_PROBE, tmp_path).split("depth=")[1].split()[0])
+    assert depth <= 12, f"numpy first imported {depth} frames deep"
 
 
 _COLLECTIONS = """
@@ -58,14 +64,10 @@ entry()
 
 def test_the_console_script_runs_a_conversion_without_one_collection(tmp_path):
     # importing makes ~80k objects that live on: the collector is off while they are made (it
-    # ran 17 times, once over the older generation) and the commands' are frozen after, so no
+    # ran 53 times, once over the older generation) and the commands' are frozen after, so no
     # collection walks them; the conversion itself runs without the collector. What is left is
     # a collection of the young objects after `import engine` (which restores the collector for
     # a library caller), one while the CLI module itself loads, and one in the interpreter's start.
-    p = subprocess.run([sys.executable, "-c", _COLLECTIONS, "convert", str(SAMPLE), "-o", str(tmp_path), "-q"],
-                       capture_output=True, text=True, env=child_env(), cwd=ROOT, timeout=120)
-    assert p.returncode == 0, p.stderr
-    seen = [int(g) for g in p.stdout.split("collections=")[1].split(";")[0].split(",") if g]
-    assert len(seen) <= 3 and set(seen) <= {0}, seen  # before: 17-19, one of them of generation 1
-    _, rp, rb = load_net(tmp_path / "tiny_cnn.ncnn.param", tmp_path / "tiny_cnn.ncnn.bin")
-    assert (rp, rb) == (0, 0)
+    out = _convert_with(_COLLECTIONS, tmp_path)
+    seen = [int(g) for g in out.split("collections=")[1].split(";")[0].split(",") if g]
+    assert len(seen) <= 3 and set(seen) <= {0}, seen  # before: 53, one of them of generation 1

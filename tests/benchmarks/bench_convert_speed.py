@@ -203,7 +203,8 @@ def write_report(rows: list[dict], baseline_rev: str, current_rev: str, runs: in
 
 def _rev(tree: Path) -> str:
     r = subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    dirty = subprocess.run(["git", "-C", str(tree), "status", "--porcelain", "--untracked-files=no"],
+    dirty = subprocess.run(["git", "-C", str(tree), "status", "--porcelain", "--untracked-files=no", "--", ".",
+                            ":!tests/benchmarks/results"],  # this run's own results are not a change
                            capture_output=True, text=True).stdout.strip()
     return r.stdout.strip() + ("+changes" if dirty else "")
 

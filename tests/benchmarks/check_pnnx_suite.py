@@ -126,6 +126,10 @@ class _Seam:
         self.dialect = dialect
         self.notes = notes
         self.recorded: dict[str, tuple] = {}
+        #: ``(stem, net, inputs)`` of every model converted and written
+        self.converted: list[tuple] = []
+        #: the ``.ncnn.param`` files the test itself opened after they were written
+        self.params_read: set[str] = set()
         self.pending: tuple | None = None
         #: called when the export or conversion fails: the test's own code may then crash the
         #: process on the missing files, so the result is reported before it goes on
@@ -218,7 +222,47 @@ class _Seam:
             name=stem, layout=json.dumps(layout, default=str), inputs_path=os.path.abspath(f"{stem}_inputs.pt"),
             param=os.path.abspath(f"{stem}.ncnn.param"), bin=os.path.abspath(f"{stem}.ncnn.bin")))
         self.notes.setdefault("layers", []).append(result.layer_count)
+        self.converted.append((stem, net, inputs))
         return 0
+
+    def spy_param_reads(self) -> None:
+        """Remember which written ``.ncnn.param`` files the test opens to read (a test that
+        does inspects pnnx's own layer structure, beyond comparing outputs)."""
+        import builtins
+
+        original, seam = builtins.open, self
+
+        def spied(file, mode="r", *args, **kw):
+            if isinstance(file, (str, os.PathLike)) and str(file).endswith(".ncnn.param") and "r" in mode:
+                seam.params_read.add(Path(file).name)
+            return original(file, mode, *args, **kw)
+
+        builtins.open = spied
+
+    def own_check(self) -> str | None:
+        """For a test that failed without comparing any output: whether every converted model's
+        ncnn outputs match PyTorch's (the runner's ``test_inference`` against the module on the
+        recorded inputs), and what else the test looked at."""
+        import importlib
+
+        import torch
+
+        if not self.converted:
+            return None
+        worst = 0.0
+        for stem, net, inputs in self.converted:
+            with torch.no_grad():
+                want = net(*inputs)
+            got = importlib.import_module(f"{stem}_ncnn").test_inference()
+            want = list(want) if isinstance(want, (tuple, list)) else [want]
+            got = list(got) if isinstance(got, (tuple, list)) else [got]
+            if len(got) != len(want) or any(a.shape != b.shape for a, b in zip(want, got)):
+                return None
+            worst = max([worst] + [float((a.double() - b.double()).abs().max()) for a, b in zip(want, got)])
+        what = (f"it reads {', '.join(sorted(self.params_read))} (pnnx's own layer structure)" if self.params_read
+                else "not an output comparison")
+        return (f"the test's own check fails: {what}; the outputs match PyTorch "
+                f"(max abs error {worst:.2g} over {len(self.converted)} model(s))")
 
 
 def _compare_spy(notes: dict):
@@ -256,6 +300,7 @@ def child(test: str, mode: str, dialect: str, work: Path, pnnx: str | None) -> d
                                                     "status": _failed_status(notes), **notes}), flush=True)
         torch.jit.trace = seam.trace
         os.system = seam.system
+        seam.spy_param_reads()
     else:
         real = os.system
 
@@ -276,6 +321,14 @@ def child(test: str, mode: str, dialect: str, work: Path, pnnx: str | None) -> d
     notes["seconds"] = round(time.perf_counter() - t0, 2)
     if status != "pass" and notes.get("export_failed"):
         status = _failed_status(notes)
+    if mode == "pt2ncnn" and status == "fail" and "max_abs_err" not in notes and not notes.get("mismatch"):
+        try:
+            check = seam.own_check()
+        except Exception as e:  # noqa: BLE001 — the report says what the check ran into
+            check = None
+            notes["own_check_error"] = f"{type(e).__name__}: {str(e)[:200]}"
+        if check:
+            notes["own_check"] = check
     return {"test": test, "mode": mode, "dialect": dialect, "status": status, **notes}
 
 
@@ -316,6 +369,8 @@ def _reason(r: dict) -> str:
         return r["exception"]
     if "max_abs_err" in r:
         return f"outputs differ (max abs error {r['max_abs_err']:.3g})"
+    if r.get("own_check"):
+        return f"{r['status']}: {r['own_check']}"
     return r["status"]
 
 

@@ -22,7 +22,7 @@ cheap for inspection.
 """
 from engine.collector import no_cyclic_gc
 
-with no_cyclic_gc():  # the reader's modules (and numpy) make ~30k objects that live on: 8 needless collections
+with no_cyclic_gc():  # the reader's modules (and numpy) make ~30k objects that live on: 16 needless collections
     from engine.errors import PT2Error, PT2FormatError
     from engine.reader.archive import MemberInfo
     from engine.reader.package import ExportedProgram, Package, load

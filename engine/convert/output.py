@@ -2,9 +2,10 @@
 Python scripts (``<stem>_pnnx.py``: the pnnx graph as a PyTorch module reading the ``.pnnx.bin``;
 ``<stem>_ncnn.py``: the ncnn model run by the ncnn runtime).
 
-Each file is written to a temporary file in the target folder by :mod:`engine.writers`; the ncnn
-model is validated and written first, the pnnx model and the scripts follow, and only when all
-are complete are the files renamed over their targets (one
+Each file is written to a temporary file in the target folder by :mod:`engine.writers`: the ncnn
+model (validated first) and its script on one side, the pnnx model and its script on the other,
+one side after the other or, when the weights are heavy, side by side on two threads
+(:mod:`.parallel`). Only when all are complete are the files renamed over their targets (one
 :func:`~engine.writers.atomic_transaction`). A failure or a cancel at any point leaves nothing
 partial behind and every existing file as it was.
 """

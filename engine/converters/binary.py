@@ -18,9 +18,11 @@ pnnx → ncnn: ``pnnx.Expression`` is expanded like pnnx's ``expand_expression``
 ``R*`` op types when the literal comes first); ``pow(x, 2)`` is ``UnaryOp`` square and
 ``pow(x, 0.5)`` sqrt; an other integer exponent up to 16 is squarings and products (ncnn's POW is
 ``exp(b * log(a))``, NaN for a negative ``a``); ``remainder(a, b)`` (PyTorch's, floored) is
-``a - floor_divide(a, b) * b``
-because ncnn's REMAINDER op is C's ``remainderf``. Tensor–tensor broadcasting is made exact by
-:mod:`engine.converters._broadcast`.
+``a - floor_divide(a, b) * b`` because ncnn's REMAINDER op is C's ``remainderf``;
+``floor_divide`` and ``div`` with a rounding mode are ``floor(a / b)`` corrected by the
+remainder it leaves (ncnn's division is a reciprocal's on some builds, a few ulps low, which
+floors an exact multiple one too low: :meth:`_Expander.floor_quotient`). Tensor–tensor
+broadcasting is made exact by :mod:`engine.converters._broadcast`.
 """
 from __future__ import annotations
 
@@ -208,6 +210,11 @@ class _Expander:
             return node
         if not isinstance(node, Call):
             self.ctx.unsupported(f"expression term {node!r}")
+        if node.name in ("floor", "trunc") and len(node.args) == 1 and isinstance(node.args[0], Call) \
+                and node.args[0].name == "div" and len(node.args[0].args) == 2:  # div(rounding_mode=...)
+            a, b = (self.expand(x) for x in node.args[0].args)
+            if isinstance(a, Value) or isinstance(b, Value):
+                return self.floor_quotient(a, b) if node.name == "floor" else self.trunc_quotient(a, b)
         args = [self.expand(a) for a in node.args]
         if all(not isinstance(a, Value) for a in args):
             try:
@@ -238,6 +245,8 @@ class _Expander:
     def binary(self, name: str, a: Any, b: Any) -> Value:
         if name == "remainder":  # ncnn's REMAINDER is C remainderf (nearest quotient), not PyTorch's
             return self.binary("sub", a, self.binary("mul", self.binary("floor_divide", a, b), b))
+        if name == "floor_divide":
+            return self.floor_quotient(a, b)
         if name not in BINARY_OP_TYPES:
             self.ctx.unsupported(f"expression function {name} has no ncnn equivalent")
         forward, swapped = BINARY_OP_TYPES[name]
@@ -257,6 +266,48 @@ class _Expander:
         return self._out(self.ctx.layer("BinaryOp", list(aligned[:2]), op_type=forward), aligned.shape,
                          aligned.batch_dim)
 
+
+    def floor_quotient(self, a: Any, b: Any) -> Value:
+        """``floor(a / b)``, exact: ncnn's division goes through a reciprocal on some builds (the
+        x86 wheel on an AVX-512 machine gives 6 / 6 = 0.99999994 for the elements after the last
+        full vector), which floors an exact multiple one too low, so the floored quotient ``q``
+        is corrected by the remainder ``r = a - q·b``, which must lie in ``[0, |b|)`` once
+        turned to ``b``'s sign: ``q += floor((sign(r') + sign(r' - |b|) + 1) / 2)`` with
+        ``r' = r·sign(b)`` is -1 below that range, 0 in it and +1 above, from signs alone."""
+        q = self.unary("floor", self.binary("div", a, b))
+        r = self._minus(a, self._times(q, b))
+        rs = self._times(r, self._sign(b))
+        above = self._minus(rs, self._abs(b))
+        votes = self._plus(self._plus(self.unary("sign", rs), self.unary("sign", above)), 1.0)
+        return self._plus(q, self.unary("floor", self._times(votes, 0.5)))
+
+    def trunc_quotient(self, a: Any, b: Any) -> Value:
+        """``trunc(a / b)`` exact, as :meth:`floor_quotient` of the magnitudes, signed."""
+        return self._times(self.floor_quotient(self._abs(a), self._abs(b)), self._times(self._sign(a), self._sign(b)))
+
+    def _abs(self, v: Any) -> Any:
+        return self.unary("abs", v) if isinstance(v, Value) else abs(float(v))
+
+    def _minus(self, x: Any, y: Any) -> Any:
+        if isinstance(x, Value) or isinstance(y, Value):
+            return self.binary("sub", x, y)
+        return float(x) - float(y)
+
+    def _sign(self, v: Any) -> Any:
+        return self.unary("sign", v) if isinstance(v, Value) else float(np.sign(v))
+
+    def _times(self, x: Any, y: Any) -> Any:
+        if isinstance(x, Value) and isinstance(y, Value):
+            return self.binary("mul", x, y)
+        if isinstance(x, Value) or isinstance(y, Value):
+            v, k = (x, float(y)) if isinstance(x, Value) else (y, float(x))
+            return v if k == 1.0 else self.unary("neg", v) if k == -1.0 else self.binary("mul", v, k)
+        return float(x) * float(y)
+
+    def _plus(self, x: Any, y: Any) -> Any:
+        if isinstance(x, Value) or isinstance(y, Value):
+            return self.binary("add", x, y) if isinstance(x, Value) else self.binary("add", y, x)
+        return float(x) + float(y)
 
     def integer_power(self, a: Value, n: int) -> Value:
         """``a ** n`` by multiplications (ncnn's POW is ``exp(n * log(a))``: NaN for a negative

@@ -1,7 +1,8 @@
 """Studio export never loses work, and faults never take the window down.
 
 * a failing export (a folder where the pnnx .bin goes) is shown in a dialog, the old model
-  files stay as they were, no temporary file is left, and the next export works;
+  files stay as they were, no temporary file is left, and the next export works; so too for a
+  model heavy enough that its ncnn and pnnx files are written on two threads;
 * a cancelled export (cancelled before it started, or while it writes) replaces nothing;
 * an uncaught exception in a Qt slot and in a worker-side Python thread is logged and shown,
   and the window keeps working.
@@ -10,10 +11,13 @@ from __future__ import annotations
 
 import logging
 import threading
+import zipfile
 
 import pytest
 from tests.gui.conftest import TINY_CNN, open_model
+from tests.ncnn_runtime import load_net
 
+from engine.convert.parallel import worth_parallel
 from engine.passes.manager import Cancelled as EngineCancelled
 from gui.main_window import _write_files, export_paths
 from gui.workers import Task, TaskContext
@@ -31,23 +35,38 @@ def _files(folder) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
 
 
-def test_a_failed_export_is_shown_keeps_the_old_model_and_the_next_export_works(window, qtbot, tmp_path):
-    open_model(window, TINY_CNN)
-    before = _old_model(tmp_path)
-    (tmp_path / "m.pnnx.bin").unlink()
-    (tmp_path / "m.pnnx.bin").mkdir()
+def _export_fails_then_works(window, qtbot, folder) -> None:
+    """Export onto an old model whose .pnnx.bin path is a folder: the failure is shown, every old
+    file stays as it was and no temporary file is left; then an export to ``ok.*`` works."""
+    before = _old_model(folder)
+    (folder / "m.pnnx.bin").unlink()
+    (folder / "m.pnnx.bin").mkdir()
     before.pop("m.pnnx.bin")
-    task = window.export_to(str(tmp_path / "m.ncnn.param"), pnnx=True)
+    task = window.export_to(str(folder / "m.ncnn.param"), pnnx=True)
     assert window.wait_settled() and task.state == "failed"
     qtbot.waitUntil(lambda: bool(window.reporter.dialogs), timeout=5000)
-    title, message = window.reporter.history[-1]
-    assert title == "Export failed" and message == f"{tmp_path / 'm.pnnx.bin'}: the path is a folder"
-    assert _files(tmp_path) == before  # the ncnn model was written, then not put in place
+    assert window.reporter.history[-1] == ("Export failed", f"{folder / 'm.pnnx.bin'}: the path is a folder")
+    assert _files(folder) == before  # the ncnn model was written, then not put in place
     window.reporter.dismiss_all()
-    task = window.export_to(str(tmp_path / "ok.ncnn.param"), pnnx=True)
+    task = window.export_to(str(folder / "ok.ncnn.param"), pnnx=True)
     assert window.wait_settled() and task.state == "done", task.error
-    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("ok.")) == sorted(
-        f"ok{s}" for s in SUFFIXES)
+    assert sorted(p.name for p in folder.iterdir() if p.name.startswith("ok.")) == sorted(f"ok{s}" for s in SUFFIXES)
+
+
+def test_a_failed_export_is_shown_keeps_the_old_model_and_the_next_export_works(window, qtbot, tmp_path):
+    open_model(window, TINY_CNN)
+    _export_fails_then_works(window, qtbot, tmp_path)
+
+
+def test_a_heavy_model_exports_on_two_threads_and_a_failure_still_keeps_the_old_model(window, exported, qtbot,
+                                                                                      tmp_path):
+    open_model(window, exported("heavy_linear"))
+    assert worth_parallel(window.doc.conversion.result.ncnn)  # Export writes both models side by side
+    _export_fails_then_works(window, qtbot, tmp_path)
+    _, rp, rb = load_net(tmp_path / "ok.ncnn.param", tmp_path / "ok.ncnn.bin")
+    assert (rp, rb) == (0, 0)
+    with zipfile.ZipFile(tmp_path / "ok.pnnx.bin") as z:
+        assert z.testzip() is None and len(z.namelist()) == 6  # three weights and three biases, CRCs right
 
 
 def test_an_export_of_a_weight_holding_nan_warns_in_problems_and_status(window, exported, tmp_path):

@@ -274,40 +274,32 @@ class _Expander:
         is corrected by the remainder ``r = a - q·b``, which must lie in ``[0, |b|)`` once
         turned to ``b``'s sign: ``q += floor((sign(r') + sign(r' - |b|) + 1) / 2)`` with
         ``r' = r·sign(b)`` is -1 below that range, 0 in it and +1 above, from signs alone."""
-        q = self.unary("floor", self.binary("div", a, b))
-        r = self._minus(a, self._times(q, b))
-        rs = self._times(r, self._sign(b))
-        above = self._minus(rs, self._abs(b))
-        votes = self._plus(self._plus(self.unary("sign", rs), self.unary("sign", above)), 1.0)
-        return self._plus(q, self.unary("floor", self._times(votes, 0.5)))
+        call = self._call
+        q = call("floor", call("div", a, b))
+        rs = self._times(call("sub", a, self._times(q, b)), call("sign", b))
+        above = call("sub", rs, call("abs", b))
+        votes = call("add", call("add", call("sign", rs), call("sign", above)), 1.0)
+        return call("add", q, call("floor", self._times(votes, 0.5)))
 
     def trunc_quotient(self, a: Any, b: Any) -> Value:
         """``trunc(a / b)`` exact, as :meth:`floor_quotient` of the magnitudes, signed."""
-        return self._times(self.floor_quotient(self._abs(a), self._abs(b)), self._times(self._sign(a), self._sign(b)))
+        call = self._call
+        return self._times(self.floor_quotient(call("abs", a), call("abs", b)),
+                           self._times(call("sign", a), call("sign", b)))
 
-    def _abs(self, v: Any) -> Any:
-        return self.unary("abs", v) if isinstance(v, Value) else abs(float(v))
-
-    def _minus(self, x: Any, y: Any) -> Any:
-        if isinstance(x, Value) or isinstance(y, Value):
-            return self.binary("sub", x, y)
-        return float(x) - float(y)
-
-    def _sign(self, v: Any) -> Any:
-        return self.unary("sign", v) if isinstance(v, Value) else float(np.sign(v))
+    def _call(self, name: str, *args: Any) -> Any:
+        """``name(*args)``: layers when an argument is a run-time value, else the number
+        (as :meth:`expand` treats a call)."""
+        if not any(isinstance(x, Value) for x in args):
+            return evaluate(name, list(args))
+        return self.unary(name, args[0]) if len(args) == 1 else self.binary(name, *args)
 
     def _times(self, x: Any, y: Any) -> Any:
-        if isinstance(x, Value) and isinstance(y, Value):
-            return self.binary("mul", x, y)
-        if isinstance(x, Value) or isinstance(y, Value):
-            v, k = (x, float(y)) if isinstance(x, Value) else (y, float(x))
-            return v if k == 1.0 else self.unary("neg", v) if k == -1.0 else self.binary("mul", v, k)
-        return float(x) * float(y)
-
-    def _plus(self, x: Any, y: Any) -> Any:
-        if isinstance(x, Value) or isinstance(y, Value):
-            return self.binary("add", x, y) if isinstance(x, Value) else self.binary("add", y, x)
-        return float(x) + float(y)
+        """``x * y`` without a layer for a factor of 1 (and only a negation for -1)."""
+        for v, k in ((x, y), (y, x)):
+            if isinstance(v, Value) and not isinstance(k, Value) and float(k) in (1.0, -1.0):
+                return v if float(k) == 1.0 else self.unary("neg", v)
+        return self._call("mul", x, y)
 
     def integer_power(self, a: Value, n: int) -> Value:
         """``a ** n`` by multiplications (ncnn's POW is ``exp(n * log(a))``: NaN for a negative

@@ -40,6 +40,21 @@ class Fn(torch.nn.Module):
         return self.fn(*xs)
 
 
+class HeavyLinear(torch.nn.Module):
+    """36 MB of weights in three layers, input (1, 512): heavy enough that the ncnn and the pnnx
+    model are written on two threads (``engine.convert.parallel``)."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.fc1 = torch.nn.Linear(512, 4096)
+        self.fc2 = torch.nn.Linear(4096, 1536)
+        self.fc3 = torch.nn.Linear(1536, 64)
+
+    def forward(self, x):
+        return self.fc3(torch.relu(self.fc2(torch.relu(self.fc1(x)))))
+
+
 def export_pt2(module, inputs: Sequence, path: Path, *, dialect: str = "training", dynamic_shapes=None) -> Path:
     """Export ``module`` on ``inputs`` and save the package to ``path``."""
     module = module.eval()

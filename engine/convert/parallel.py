@@ -21,11 +21,14 @@ from __future__ import annotations
 
 import contextvars
 import threading
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
 from ..ir import Graph
+
+if TYPE_CHECKING:  # the writers' own callback type (not imported at run time: start-up)
+    from ..writers.ncnn_writer import Progress
 
 #: weight bytes from which the two models are written in parallel ...
 PARALLEL_MIN_BYTES = 32 << 20
@@ -33,9 +36,6 @@ PARALLEL_MIN_BYTES = 32 << 20
 #: much Python as 32 KB of weights cost in bytes: MaxViT-T, 118 KB an operator, writes in 15 %
 #: less time on two threads; a detection graph, 9 KB an operator, in 3 % more)
 PARALLEL_MIN_BYTES_PER_OP = 64 << 10
-
-Progress = Callable[[int, int], None]
-
 
 class _Stopped(Exception):
     """The other side failed or was cancelled: this side stops too (never seen by the caller)."""

@@ -53,6 +53,7 @@ def exported(tmp_path_factory):
     """``exported(name)`` → path of a .pt2 exported from :mod:`tests.gui.models` (cached)."""
     torch = pytest.importorskip("torch")
     from tests.gui import studio_models as models
+    from tests.harness import HeavyLinear
 
     folder = tmp_path_factory.mktemp("gui_models")
     cache: dict[str, Path] = {}
@@ -62,7 +63,7 @@ def exported(tmp_path_factory):
         "nan_weight": lambda p: models.export(models.with_nan_weight(models.SmallConvNet()),
                                               (torch.randn(1, 3, 16, 16),), p),
         "rotary_stack": lambda p: models.export(models.RotaryStack(), (torch.randn(1, 4, 16),), p),
-        "heavy_linear": lambda p: models.export(models.HeavyLinear(), (torch.randn(1, 512),), p),
+        "heavy_linear": lambda p: models.export(HeavyLinear(), (torch.randn(1, 512),), p),
         "dynamic_batch": lambda p: models.export(models.SmallConvNet(), (torch.randn(2, 3, 16, 16),), p,
                                                  dynamic_shapes=({0: torch.export.Dim("batch", min=1, max=8)},)),
     }

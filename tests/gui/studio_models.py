@@ -23,19 +23,6 @@ def export(module: nn.Module, args: tuple, path: Path, dynamic_shapes=None) -> P
     return path
 
 
-class HeavyLinear(nn.Module):
-    """36 MB of weights in three layers: heavy enough that Studio's export writes the ncnn and
-    the pnnx model on two threads (``engine.convert.parallel``)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        torch.manual_seed(0)
-        self.fc1, self.fc2, self.fc3 = nn.Linear(512, 4096), nn.Linear(4096, 1536), nn.Linear(1536, 64)
-
-    def forward(self, x):
-        return self.fc3(torch.relu(self.fc2(torch.relu(self.fc1(x)))))
-
-
 class SmallConvNet(nn.Module):
     """conv → relu → global pool → linear; exported with a dynamic batch."""
 

@@ -1,4 +1,4 @@
-"""A model with heavy weights writes its ncnn and pnnx sides on two threads
+"""A model with heavy weights (``tests.harness.HeavyLinear``) writes its ncnn and pnnx sides on two threads
 (``engine.convert.parallel``): the same bytes as one thread writes, a model the runtime runs,
 and the guarantees of one thread kept — a failure or a cancel on either side leaves every old
 file as it was and no temporary file, and the caller sees that failure."""
@@ -9,7 +9,7 @@ import threading
 import numpy as np
 import pytest
 
-from tests.harness import export_pt2, rel_error, run_ncnn, torch
+from tests.harness import HeavyLinear, export_pt2, rel_error, run_ncnn, torch
 
 from engine.convert import ConvertOptions, convert, parallel
 from engine.errors import WriteError
@@ -18,23 +18,9 @@ from engine.passes.manager import Cancelled
 FILES = ("m.ncnn.param", "m.ncnn.bin", "m.pnnx.param", "m.pnnx.bin", "m_pnnx.py", "m_ncnn.py")
 
 
-class _Heavy(torch.nn.Module):
-    """36 MB of weights in three operators: well over both thresholds."""
-
-    def __init__(self):
-        super().__init__()
-        self.fc1 = torch.nn.Linear(512, 4096)
-        self.fc2 = torch.nn.Linear(4096, 1536)
-        self.fc3 = torch.nn.Linear(1536, 64)
-
-    def forward(self, x):
-        return self.fc3(torch.relu(self.fc2(torch.relu(self.fc1(x)))))
-
-
 @pytest.fixture(scope="module")
 def heavy(tmp_path_factory):
-    torch.manual_seed(0)
-    net = _Heavy().eval()
+    net = HeavyLinear().eval()
     x = torch.randn(1, 512)
     path = export_pt2(net, [x], tmp_path_factory.mktemp("heavy") / "m.pt2")
     res = convert(path)

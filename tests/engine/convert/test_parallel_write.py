@@ -63,11 +63,16 @@ def test_two_threads_write_the_bytes_one_thread_writes(heavy, tmp_path, monkeypa
 
 def test_a_graph_of_many_light_operators_stays_on_one_thread(tmp_path):
     net = torch.nn.Sequential(*[torch.nn.Linear(64, 64) for _ in range(8)]).eval()
-    res = convert(export_pt2(net, [torch.randn(1, 64)], tmp_path / "light.pt2"))
+    x = torch.randn(1, 64)
+    res = convert(export_pt2(net, [x], tmp_path / "light.pt2"))
     assert not parallel.worth_parallel(res.ncnn)
     threads = set()
     res.write_all(tmp_path, "light", cancel=lambda: threads.add(threading.current_thread().name))
     assert threads == {threading.main_thread().name}
+    with torch.no_grad():
+        want = net(x).numpy()
+    (got,) = run_ncnn(tmp_path / "light.ncnn.param", tmp_path / "light.ncnn.bin", [x[0].numpy()], 1)
+    assert rel_error(np.asarray(got).reshape(want.shape), want) <= 5e-3  # fp16 weights
 
 
 def _old(folder):

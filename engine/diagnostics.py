@@ -6,14 +6,16 @@ them as a table and the GUI's Problems panel lists them.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from typing import TYPE_CHECKING
+
+from .records import field, record
 
 if TYPE_CHECKING:  # pragma: no cover
     from .ir import Operator
 
 
-@dataclass
+@record
 class Diagnostic:
     """One problem found during conversion."""
 
@@ -53,7 +55,7 @@ class Diagnostic:
         )
 
 
-@dataclass
+@record
 class DiagnosticList:
     """Diagnostics in the order reported, one per (operator, reason, node)."""
 

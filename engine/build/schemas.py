@@ -22,16 +22,17 @@ import functools
 import gzip
 import json
 import logging
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from ..records import record
 
 log = logging.getLogger(__name__)
 
 TABLE_PATH = Path(__file__).resolve().parent.parent / "data" / "aten_schemas.jsonl.gz"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SchemaArgument:
     """One declared argument of an operator overload."""
 
@@ -54,7 +55,7 @@ class SchemaArgument:
         return self.type.endswith("?")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SchemaReturn:
     """One return of an ATen operator schema."""
 
@@ -63,7 +64,7 @@ class SchemaReturn:
     alias: str | None = None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class OpSchema:
     """The schema of one overload (``aten.conv2d.default``)."""
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
@@ -18,6 +17,7 @@ from ..collector import no_cyclic_gc
 from ..diagnostics import Diagnostic, DiagnosticList
 from ..errors import ConversionError, PT2Error
 from ..ir import Graph
+from ..records import field, record
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..passes import PassRecord
@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger(__name__)
 
 
-@dataclass
+@record
 class ConvertOptions:
     """Options of one conversion."""
 
@@ -40,7 +40,7 @@ class ConvertOptions:
     fold_budget: int = 1 << 24
 
 
-@dataclass
+@record
 class ConversionResult:
     """What :func:`convert` made: the graphs at each level, the pass records and the diagnostics."""
 

@@ -7,13 +7,13 @@ model, how many nodes converted and how many did not, with the reasons.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
 
 from . import registry
+from ..records import field, record
 from .context import STRUCTURAL
 
 
-@dataclass
+@record
 class TargetCoverage:
     target: str
     count: int
@@ -25,7 +25,7 @@ class TargetCoverage:
         return self.count - self.unsupported
 
 
-@dataclass
+@record
 class Coverage:
     rows: list[TargetCoverage]
 

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ScaffoldError
 from ..ir import Operator
+from ..records import field, record
 from .scaffold import py_literal
 
 #: ops whose first argument is read only for its dtype/device/shape: a result of these does
@@ -58,7 +58,7 @@ def _overload(op_name: str):
     return ov
 
 
-@dataclass
+@record
 class TracedDecomposition:
     """The decomposition of one node as code lines (see :meth:`body`)."""
 

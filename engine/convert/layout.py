@@ -20,13 +20,13 @@ plug-ins add rules for their own types with :func:`layout_rule`.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
 from ..ir import Dim, Operand, Operator
+from ..records import field, record
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Link:
     """Axis ``a`` of input ``i`` is axis ``b`` of output ``k`` (computed independently along it)."""
 
@@ -36,7 +36,7 @@ class Link:
     b: int
 
 
-@dataclass
+@record
 class OpLayout:
     """The layout facts of one operator."""
 

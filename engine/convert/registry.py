@@ -30,10 +30,10 @@ import enum
 import functools
 import itertools
 import re
-from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 from ..ir.vocab import is_ncnn
+from ..records import record
 
 Validator = Callable[..., Any]
 ConverterFn = Callable[..., Any]
@@ -62,7 +62,7 @@ class Refusal(str):
         return r
 
 
-@dataclass
+@record
 class Converter:
     """One registered rule."""
 
@@ -247,7 +247,7 @@ def ncnn_rule(*targets: str, validator: Validator | None = None, priority: int |
 _LAYER_TYPE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class CustomLayer:
     """An ncnn layer type of the user's own (registered in their runtime with
     ``Net::register_custom_layer``). ``forward(*inputs, params=..., weights=...)`` computes it

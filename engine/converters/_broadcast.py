@@ -17,11 +17,11 @@ without the batch axis, is refused.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from ..convert.shapes import batch_dim, set_batch_dim
 from ..ir import Dim, Operand
+from ..records import record
 
 
 def _unsupported(reason: str):
@@ -30,7 +30,7 @@ def _unsupported(reason: str):
     return Unsupported(f"unsupported: {reason}")
 
 
-@dataclass
+@record
 class Value:
     """A tensor during expression expansion: its operand, PyTorch shape and batch dim."""
 

@@ -14,8 +14,9 @@ from __future__ import annotations
 import functools
 import math
 import re
-from dataclasses import dataclass
 from typing import Any, Sequence, Union
+
+from ..records import record
 
 #: unary functions of the language, with their Python evaluation
 UNARY_FUNCS = {
@@ -47,14 +48,14 @@ BINARY_FUNCS = {
 TERNARY_FUNCS = {"where": lambda c, a, b: a if c else b}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Arg:
     """An expression input ``@index``."""
 
     index: int
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Call:
     """A function application ``name(args...)``."""
 

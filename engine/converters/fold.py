@@ -21,12 +21,12 @@ pnnx → ncnn: ``Unfold`` on a (C, H, W) blob → (C·kh·kw, L); ``Fold`` on a 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import numpy as np
 
 from ..convert.registry import aten_converter, ncnn_rule
 from ..convert.shapes import ncnn_axis, ncnn_rank
+from ..records import record
 from ._args import int_tuple
 
 _GEOMETRY = (("kernel_size", 1), ("dilation", 1), ("padding", 0), ("stride", 1))
@@ -49,7 +49,7 @@ def col2im(ctx, op):
 
 
 # ----------------------------------------------------------------------------- core ATen gathers
-@dataclass
+@record
 class _Windows:
     """The sliding windows of an im2col gather, per spatial axis (h, w)."""
 

@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass
 
 from ..convert.registry import aten_converter, ncnn_rule
 from ..convert.shapes import ncnn_shape
 from ..ncnn.enums import BinaryOpType, PaddingType, PoolingType, PoolPadMode
+from ..records import record
 from ._args import int_tuple
 from .shape import intermediate
 
@@ -92,7 +92,7 @@ aten_converter("aten.adaptive_avg_pool3d.default", "aten._adaptive_avg_pool3d.de
 
 # ----------------------------------------------------------------------------- pnnx → ncnn
 
-@dataclass
+@record
 class _Axis:
     """One spatial axis of a pooling: what ncnn needs to reproduce PyTorch's windows."""
 

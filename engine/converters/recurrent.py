@@ -47,7 +47,6 @@ reshaped to 2-D rows, the layer's output row is the new ``h`` (its cell blob the
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -55,6 +54,7 @@ from ..convert.registry import aten_converter, ncnn_rule
 from ..convert.shapes import batch_dim, ncnn_shape, set_batch_dim
 from ..ir import Attribute, Dim, Operand
 from ..ncnn.enums import BinaryOpType, ReshapeDim
+from ..records import record
 from ._weights import derived
 from .linear import gemm_layer
 from .shape import intermediate, reshape_params, reshape_to
@@ -175,7 +175,7 @@ def recurrent_cell(ctx, op):
 
 
 # ---------------------------------------------------------------------------- pnnx → ncnn
-@dataclass(frozen=True)
+@record(frozen=True)
 class _Spec:
     """One pnnx recurrent op, as the ncnn rule needs it."""
 

@@ -21,10 +21,11 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
+
+from ..records import field, record
 
 #: A tensor dimension: a concrete int, a symbol/expression string (``"s77"``), or None (unknown).
 Dim = int | str | None
@@ -55,7 +56,7 @@ class IRError(Exception):
     """Misuse of the IR API or a broken graph (see :meth:`Graph.lint`)."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Provenance:
     """Where an operator came from: ATen node names and module paths (both ordered, unique)."""
 
@@ -211,7 +212,7 @@ def touch(op: "Operator") -> None:
     change_tick()
 
 
-@dataclass(eq=False, init=False)
+@record(eq=False, init=False)
 class Operand:
     """A value flowing between operators (a "blob" in ncnn).
 
@@ -257,7 +258,7 @@ class Operand:
         return f"%{self.name}"
 
 
-@dataclass(eq=False, init=False)
+@record(eq=False, init=False)
 class Operator:
     """One operation. ``params`` are scalar/list parameters (str keys for ATen/pnnx, int ids
     for ncnn); ``attrs`` are weights; ``input_names`` optionally names inputs (pnnx ``$key``);

@@ -10,20 +10,20 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
 from ..errors import ConversionError
+from ..records import field, record
 from .manifest import DecoderManifest, read_manifest
 
 #: ncnn's "no batch axis" for ``Mat(batch_index=)`` / ``Mat.numpy(batch_index=)``
 _NO_BATCH = 233
 
 
-@dataclass
+@record
 class ConvertedProgram:
     name: str  #: the program's name in the package
     param: Path
@@ -33,7 +33,7 @@ class ConvertedProgram:
     layers: dict[str, int]  #: ncnn layer type → count
 
 
-@dataclass
+@record
 class ConvertedDecoder:
     manifest: DecoderManifest
     prefill: ConvertedProgram
@@ -140,7 +140,7 @@ class NcnnDecoder:
         return logits.reshape(-1), cache
 
 
-@dataclass
+@record
 class Generation:
     tokens: list[int]  #: the new tokens
     logits: list[np.ndarray] = field(default_factory=list)  #: the logits each new token was picked from

@@ -8,16 +8,16 @@ package; a package without one is refused with a message saying how to make one.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
 from ..errors import PT2FormatError
+from ..records import record
 
 PREFILL, DECODE = "prefill", "decode"
 MANIFEST = "pt2ncnn_llm.json"
 CACHE_AXIS = 2  #: the sequence axis of every ``(1, kv_heads, length, head_dim)`` cache tensor
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class DecoderManifest:
     prefill: str  #: the prefill program's name in the package
     decode: str  #: the decode program's name

@@ -15,7 +15,6 @@ from __future__ import annotations
 import difflib
 import logging
 import math
-from dataclasses import dataclass, field
 from functools import lru_cache
 from numbers import Integral, Real
 from typing import Any, Iterable, Mapping, Sequence
@@ -23,6 +22,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from . import expr
+from ..records import field, record
 from .layer_table import COMMON_PARAMS, LAYERS, NCNN_REVISION
 
 log = logging.getLogger(__name__)
@@ -38,7 +38,7 @@ class LayerSpecError(ValueError):
     """Unknown layer type or param name, or a value of the wrong kind."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ParamSpec:
     """One layer param: ``id`` in the .param file, ``kind``, and its default (a literal, or
     ``default_ref`` = another param's name, or ``default_expr`` = an expression)."""
@@ -56,7 +56,7 @@ class ParamSpec:
         return self.kind.endswith("_array")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class WeightSpec:
     """One weight in load order: ``size`` and ``when`` are expressions over the layer's params;
     ``tagged`` is True/False or an expression (``MemoryData``: ``load_type == 0``)."""
@@ -67,7 +67,7 @@ class WeightSpec:
     tagged: bool | str = False
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class LoadedWeight:
     """A weight the runtime will read for given params: its spec, element count, tag flag."""
 
@@ -80,7 +80,7 @@ class LoadedWeight:
         return self.spec.name
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class LayerSpec:
     """One ncnn layer type as ``operators.md`` documents it: its params and weights."""
 

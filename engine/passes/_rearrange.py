@@ -12,9 +12,9 @@ permutes of at most four blocks (:func:`._rank_plan.plan_block_permutes`).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Sequence
 
+from ..records import record
 from ._rank_plan import merge_kept_runs
 
 
@@ -22,7 +22,7 @@ class NotRearrangement(Exception):
     """The chain cannot be followed atom by atom (a split that does not divide)."""
 
 
-@dataclass
+@record
 class Rearrangement:
     """Source data viewed as ``sizes`` (atoms in source order) and permuted by ``order`` (the
     atoms' indices in output order)."""

@@ -30,10 +30,10 @@ nothing outside uses their values.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 
 from ..ir import Operand, Operator
 from ..ir.vocab import is_aten
+from ..records import field, record
 
 VIEWS = ("aten.view.default", "aten._unsafe_view.default", "aten.reshape.default")
 _MATMULS = ("aten.addmm.default", "aten.mm.default")
@@ -121,7 +121,7 @@ def _split(w: Walk, opd: Operand, parts: int, *, sole: bool = True) -> list[Oper
 
 
 # ---------------------------------------------------------------------------- one step
-@dataclass
+@record
 class Step:
     """One time step of one layer direction."""
 
@@ -198,7 +198,7 @@ def step(w: Walk, x_t: Operand) -> Step:
 
 
 # ---------------------------------------------------------------------------- one direction
-@dataclass
+@record
 class Chain:
     """One direction of one layer: its input, weights, state rows and values."""
 
@@ -354,7 +354,7 @@ def chain(mm: Operator) -> Chain:
 
 
 # ---------------------------------------------------------------------------- one cell
-@dataclass
+@record
 class Cell:
     """One ``nn.LSTMCell``/``GRUCell``/``RNNCell`` call: ``F.linear(x, W_ih, b_ih)`` fed to a step."""
 

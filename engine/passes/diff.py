@@ -12,11 +12,11 @@ without comparing anything. :func:`diff_snapshots` diffs two text forms with the
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass, field
 from functools import lru_cache
 
 from ..ir.snapshot import Snapshot
 from ..ir.text import MAGIC, split_tokens
+from ..records import field, record
 
 
 _LAZY = object()
@@ -72,7 +72,7 @@ class DiffEntry:
                 f"provenance={self.provenance!r})")
 
 
-@dataclass
+@record
 class GraphDiff:
     """Operators a pass added, removed and changed."""
 

@@ -13,10 +13,10 @@ The matcher of ``reshape → permute → reshape`` chains is shared with ``fuse_
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from ..ir import Graph, Operand, Operator
+from ..records import record
 from ._rewrite import replace_chain
 from .manager import graph_pass
 
@@ -24,7 +24,7 @@ _RESHAPE = ("Tensor.reshape", "Tensor.view")
 _PERMUTE = ("Tensor.permute", "torch.permute", "torch.transpose")
 
 
-@dataclass
+@record
 class Chain:
     """A ``reshape → permute → reshape`` chain whose intermediates have no other use."""
 

@@ -32,10 +32,10 @@ match stays as it is (and is converted op by op, or reported).
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 
 from ..ir import Graph, Operand, Operator, Provenance
 from . import _rnn_cells as cells
+from ..records import record
 from .manager import graph_pass
 
 log = logging.getLogger(__name__)
@@ -44,7 +44,7 @@ log = logging.getLogger(__name__)
 _Subs = dict[Operand, Operand]
 
 
-@dataclass
+@record
 class _Layer:
     """One layer of an unrolled recurrent module: its cell chains and output."""
 
@@ -52,7 +52,7 @@ class _Layer:
     out: Operand | None
 
 
-@dataclass
+@record
 class _Module:
     """An unrolled recurrent module found in the graph, fused as one ``nn.LSTM``/``GRU``/``RNN``."""
 

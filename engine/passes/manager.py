@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from ..diagnostics import DiagnosticList
 from ..ir import Graph
 from ..ir.snapshot import Snapshot, take_snapshot
+from ..records import field, record
 from .diff import GraphDiff, diff_states
 
 log = logging.getLogger(__name__)
@@ -44,7 +44,7 @@ def pass_name(fn: PassFn) -> str:
     return getattr(fn, "pass_name", fn.__name__)
 
 
-@dataclass
+@record
 class PassContext:
     """What every pass may use besides the graph."""
 
@@ -54,7 +54,7 @@ class PassContext:
     state: dict[str, Any] = field(default_factory=dict)  #: scratch space shared between passes
 
 
-@dataclass
+@record
 class PassRecord:
     """What the manager kept of one pass: its name, time, snapshot and diff."""
 

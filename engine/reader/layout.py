@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import logging
 import posixpath
-from dataclasses import dataclass, field
 
 from engine.errors import PT2FormatError
 from engine.reader.archive import ZipArchive
+
+from ..records import field, record
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +35,7 @@ _LEGACY_CONSTANTS = ("serialized_constants.pt", "serialized_constants.json")
 _LEGACY_INPUTS = "serialized_example_inputs.pt"
 
 
-@dataclass
+@record
 class ModelMembers:
     """Where one model's parts are (full member names; None when absent).
 
@@ -53,7 +54,7 @@ class ModelMembers:
     constants_dir: str = ""
 
 
-@dataclass
+@record
 class PackageLayout:
     """Where a package's members are: its kind, root folder, archive version and models."""
 

@@ -7,15 +7,16 @@ root :class:`ModuleNode` (path ``""``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 
 from engine.reader import schema as S
+
+from ..records import field, record
 
 #: Deepest module nesting kept (real models stay far below; the stacks come from the file).
 MAX_DEPTH = 64
 
 
-@dataclass
+@record
 class ModuleNode:
     """One module: its path (``layer1.0.conv1``; ``""`` for the root), class (``torch.nn.modules.
     conv.Conv2d``; ``""`` when unknown), submodules in first-use order, and the names of the

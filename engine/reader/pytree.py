@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass, field
 from typing import Any
 
 from engine.errors import PT2FormatError
 from engine.reader.jsonload import json_type, load_json
+
+from ..records import field, record
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +30,7 @@ _BUILTIN = {"builtins.tuple": "tuple", "builtins.list": "list", "builtins.dict":
             "collections.deque": "deque"}
 
 
-@dataclass
+@record
 class PyTree:
     """One node of a pytree spec. ``context`` is the dict keys (dict types), the field names
     (namedtuple / dataclass), or the decoded raw context for other types; ``name`` is the graph

@@ -15,8 +15,9 @@ Conventions
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
 from typing import Any, Union
+
+from ..records import field, record
 
 
 class ScalarType(enum.IntEnum):
@@ -97,14 +98,14 @@ class Layout(enum.IntEnum):
 
 
 # --------------------------------------------------------------------------- references
-@dataclass(frozen=True)
+@record(frozen=True)
 class TensorRef:
     """A tensor value named in the graph (``{"as_tensor": {"name": ...}}``)."""
 
     name: str
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SymRef:
     """A symbolic scalar value named in the graph (``as_sym_int``/``as_sym_bool``/``as_sym_float``
     with ``as_name``). ``kind`` is ``"int"``, ``"bool"`` or ``"float"``."""
@@ -113,7 +114,7 @@ class SymRef:
     kind: str = "int"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SymExpr:
     """A symbolic size (``{"as_expr": {"expr_str": ..., "hint": ...}}``).
 
@@ -143,7 +144,7 @@ class SymExpr:
 SymInt = Union[int, SymExpr]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Device:
     """A tensor's device (``cpu``, ``cuda:0``...)."""
 
@@ -154,7 +155,7 @@ class Device:
         return self.type if self.index is None else f"{self.type}:{self.index}"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class CustomObjRef:
     """``as_custom_obj``: a script object (e.g. a torchbind class) by name and class."""
 
@@ -162,14 +163,14 @@ class CustomObjRef:
     class_fqn: str
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class OperatorRef:
     """``as_operator``: an operator passed as an argument (e.g. to a higher-order op)."""
 
     name: str
 
 
-@dataclass
+@record
 class GraphArgument:
     """``as_graph``: a subgraph argument of a higher-order op (cond, map, while_loop...)."""
 
@@ -177,7 +178,7 @@ class GraphArgument:
     graph: "Graph"
 
 
-@dataclass
+@record
 class Argument:
     """One serialized argument or output: the JSON union tag plus its decoded value.
 
@@ -221,7 +222,7 @@ def _names_in(value: Any, kinds: tuple) -> list[str]:
     return out
 
 
-@dataclass
+@record
 class NamedArgument:
     """A node input: the ATen schema argument name, its value, and how it was passed
     (``kind`` 1 positional, 2 keyword, None when the schema version did not record it)."""
@@ -243,7 +244,7 @@ def is_contiguous(sizes, strides) -> bool:
     return True
 
 
-@dataclass
+@record
 class TensorMeta:
     """Dtype, shape, strides and offset (in elements) of a tensor value or payload."""
 
@@ -277,7 +278,7 @@ class TensorMeta:
 
 
 # --------------------------------------------------------------------------- nodes
-@dataclass(frozen=True)
+@record(frozen=True)
 class ModuleFrame:
     """One entry of ``nn_module_stack``: key, module path (``layer1.0.conv1``) and class."""
 
@@ -286,7 +287,7 @@ class ModuleFrame:
     type: str
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SourceLocation:
     """Where in the user's Python source a node was traced from."""
 
@@ -299,7 +300,7 @@ class SourceLocation:
         return f"{self.file}:{self.line}"
 
 
-@dataclass
+@record
 class NodeMetadata:
     """Parsed node metadata. ``raw`` keeps every original string (including unknown keys)."""
 
@@ -321,7 +322,7 @@ class NodeMetadata:
         return self.module_stack[-1].type if self.module_stack else ""
 
 
-@dataclass
+@record
 class Node:
     """One operator call. ``target`` is the serialized target string, e.g.
     ``torch.ops.aten.conv2d.default`` or ``_operator.mul``; :attr:`op` drops ``torch.ops.``."""
@@ -357,7 +358,7 @@ class Node:
         return out
 
 
-@dataclass
+@record
 class Graph:
     """One graph of the program: its nodes, inputs, outputs and the metadata of every value."""
 
@@ -394,7 +395,7 @@ class OutputKind(enum.Enum):
     TOKEN = "token"
 
 
-@dataclass
+@record
 class InputSpec:
     """One graph input. ``name`` is the graph-level name (``p_conv_weight``); ``target`` the
     state-dict / constant FQN (``conv.weight``) or None; ``persistent`` only for buffers;
@@ -408,7 +409,7 @@ class InputSpec:
     value: Any = None
 
 
-@dataclass
+@record
 class OutputSpec:
     """What one output of the program's signature is (user output, buffer mutation...)."""
 
@@ -418,7 +419,7 @@ class OutputSpec:
     target: str | None = None
 
 
-@dataclass
+@record
 class GraphSignature:
     """The program's input and output specs, in graph order."""
 
@@ -427,7 +428,7 @@ class GraphSignature:
 
 
 # --------------------------------------------------------------------------- payloads
-@dataclass
+@record
 class PayloadMeta:
     """One entry of a payload config (``data/weights/<model>_weights_config.json`` or the
     constants config): which file under ``data/weights/`` or ``data/constants/`` holds the
@@ -441,7 +442,7 @@ class PayloadMeta:
 
 
 # --------------------------------------------------------------------------- program
-@dataclass
+@record
 class ModuleCallSignature:
     """A submodule call's inputs, outputs and pytree specs (``module_call_graph``)."""
 
@@ -452,7 +453,7 @@ class ModuleCallSignature:
     forward_arg_names: list[str] | None = None
 
 
-@dataclass
+@record
 class ModuleCallEntry:
     """One entry of the module call graph: a submodule's path and its call signature."""
 
@@ -460,7 +461,7 @@ class ModuleCallEntry:
     signature: ModuleCallSignature | None = None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SchemaVersion:
     """The serde schema version a program was written with."""
 
@@ -471,7 +472,7 @@ class SchemaVersion:
         return f"{self.major}.{self.minor}"
 
 
-@dataclass
+@record
 class RangeConstraint:
     """Value range of a symbol; None means unbounded on that side."""
 
@@ -479,7 +480,7 @@ class RangeConstraint:
     max_val: int | None
 
 
-@dataclass
+@record
 class Program:
     """The decoded ``models/<name>.json`` document (an ExportedProgram without payloads)."""
 

@@ -18,7 +18,6 @@ payload is stored with the constants.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from typing import Any
 
 from engine.errors import PT2FormatError
@@ -26,13 +25,15 @@ from engine.reader import schema as S
 from engine.reader.pytree import PyTree, parse_treespec
 from engine.reader.tensors import TensorEntry, TensorStore
 
+from ..records import record
+
 log = logging.getLogger(__name__)
 
 InputKind = S.InputKind
 OutputKind = S.OutputKind
 
 
-@dataclass
+@record
 class InputInfo:
     """One graph input. ``name`` is the graph name (``p_conv_weight``, ``x``); ``target`` the
     FQN for parameters / buffers / constants / custom objects; ``persistent`` for buffers;
@@ -49,7 +50,7 @@ class InputInfo:
     arg: S.Argument | None = None
 
 
-@dataclass
+@record
 class OutputInfo:
     """One graph output: ``name`` the graph value, ``target`` the mutated / differentiated FQN
     or user-input name where the kind has one, ``meta`` the tensor metadata."""
@@ -61,7 +62,7 @@ class OutputInfo:
     arg: S.Argument | None = None
 
 
-@dataclass
+@record
 class SymbolInfo:
     """A dynamic-dimension symbol: inclusive range (None = unbounded) and traced example."""
 
@@ -77,7 +78,7 @@ class SymbolInfo:
         return f"{self.name} in [{lo}, {hi}]{h}"
 
 
-@dataclass
+@record
 class Signature:
     """The classified signature: user inputs and outputs, their pytrees and the symbolic sizes."""
 

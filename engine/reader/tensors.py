@@ -16,11 +16,12 @@ from __future__ import annotations
 import functools
 import logging
 import math
-from dataclasses import dataclass, field
 from typing import Callable
 
 from engine.errors import PT2FormatError
 from engine.reader.schema import ScalarType, TensorMeta, is_contiguous
+
+from ..records import field, record
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +34,7 @@ MAX_DIMS = 64
 MAX_ZEROS_BYTES = 256 << 20
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class DType:
     """How a ScalarType is viewed: numpy type code (no byte order), element size, and whether
     the view holds raw bits rather than the values (bfloat16, float8, complex32)."""
@@ -226,7 +227,7 @@ def _float8_table(st: ScalarType):
 
 
 # ------------------------------------------------------------------------------ entries
-@dataclass
+@record
 class TensorEntry:
     """One stored tensor (or custom object) of a model.
 

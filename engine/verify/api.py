@@ -21,7 +21,6 @@ import logging
 import os
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -29,6 +28,7 @@ import numpy as np
 
 from ..errors import ConversionError
 from ..ir import Graph, Operator
+from ..records import record
 from .custom_layers import CustomRun
 from .errors import VerifyError, check_cancel, require
 from .inputs import choose_inputs
@@ -47,7 +47,7 @@ log = logging.getLogger(__name__)
 DEFAULT_TOLERANCE = {False: (1e-5, 1e-4), True: (1e-4, 1e-2)}
 
 
-@dataclass
+@record
 class VerifyOptions:
     """Options of one verification."""
 

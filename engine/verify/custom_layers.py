@@ -22,11 +22,11 @@ from __future__ import annotations
 import inspect
 import logging
 import threading
-from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
 
+from ..records import field, record
 from .errors import VerifyError, require
 
 log = logging.getLogger(__name__)
@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 MAX_REGISTRATIONS = 10
 
 
-@dataclass
+@record
 class CustomRun:
     """One custom layer of a model file: its declaration and what it was converted with."""
 
@@ -47,7 +47,7 @@ class CustomRun:
     n_outputs: int = 1
 
 
-@dataclass
+@record
 class _Host:
     """A net with custom layer types registered, and the layers it is to create next."""
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
@@ -18,6 +17,7 @@ import numpy as np
 from ..errors import PT2Error
 from ..reader import schema as S
 from ..reader.tensors import DTYPES, to_float32
+from ..records import field, record
 from .errors import VerifyError
 
 log = logging.getLogger(__name__)
@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 _RAW_BITS = {st for st, dt in DTYPES.items() if dt.raw_bits}
 
 
-@dataclass
+@record
 class ModelInputs:
     """The tensor user inputs of a program, by graph name, in call order."""
 

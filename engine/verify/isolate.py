@@ -15,14 +15,14 @@ the whole model is re-run layer by layer in a handful of runs instead of one run
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Callable
 
 from ..ir import Graph
+from ..records import field, record
 from .mapping import INPUT_TYPES, MAX_REGION
 
 
-@dataclass
+@record
 class Job:
     """One layer run alone."""
 
@@ -33,7 +33,7 @@ class Job:
     wanted: list[str]  #: blobs extracted and compared
 
 
-@dataclass
+@record
 class Plan:
     rounds: list[list[Job]] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  #: layers that cannot run alone (an input ncnn failed)

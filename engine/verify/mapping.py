@@ -39,10 +39,11 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from ..convert.shapes import batch_dim
 from ..ir import Graph, Operand, Operator
+from ..records import record
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +65,7 @@ SHAPE_ONLY = frozenset(f"aten.{n}" for n in (
 MAX_REGION = 64
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ValueRef:
     """The PyTorch value an ncnn blob stands for, and how to lay it out as the blob."""
 
@@ -77,7 +78,7 @@ class ValueRef:
     checked: bool = False
 
 
-@dataclass
+@record
 class BlobMap:
     """Blob name → :class:`ValueRef`; ``unmapped`` gives the reason for blobs without one."""
 

@@ -10,12 +10,13 @@ the same one; anywhere else the error is infinite.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
+from ..records import record
 
-@dataclass(frozen=True)
+
+@record(frozen=True)
 class ErrorStats:
     """How far one ncnn value is from its PyTorch reference."""
 

@@ -13,18 +13,18 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 
 from . import custom_layers
+from ..records import record
 from .errors import VerifyError, require
 
 log = logging.getLogger(__name__)
 
 
-@dataclass
+@record
 class BlobFailure:
     """ncnn could not produce a blob (``code`` is the runtime's return value)."""
 

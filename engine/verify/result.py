@@ -17,11 +17,11 @@ Layer status:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from ..records import field, record
 from .metrics import ErrorStats
 
 OK, DIVERGENT, INHERITED, FAILED, NOT_COMPARED = "ok", "divergent", "inherited", "failed", "not_compared"
@@ -41,7 +41,7 @@ def _stats_dict(s: ErrorStats | None, prefix: str = "") -> dict[str, float | Non
             f"{prefix}cosine": _num(s.cosine) if s else None}
 
 
-@dataclass
+@record
 class BlobRecord:
     """One output blob of a layer and the PyTorch value it was compared with."""
 
@@ -65,7 +65,7 @@ class BlobRecord:
                 **_stats_dict(self.error), **_stats_dict(self.own, "own_"), "note": self.note}
 
 
-@dataclass
+@record
 class LayerRecord:
     """One ncnn layer: where it came from and how far its outputs are from PyTorch."""
 
@@ -109,7 +109,7 @@ class LayerRecord:
                 "blobs": [b.to_dict() for b in self.blobs]}
 
 
-@dataclass
+@record
 class OutputRecord:
     """One model output: ncnn's blob against PyTorch's returned value."""
 
@@ -132,7 +132,7 @@ class OutputRecord:
 DRIFT_FACTOR = 10.0
 
 
-@dataclass
+@record
 class VerifyResult:
     """Everything one verification found. ``graph`` is the ncnn graph that was run (from the
     conversion, or read from the user's files), so a GUI can map ``layers`` onto its nodes;

@@ -11,19 +11,19 @@ from __future__ import annotations
 import logging
 import os
 import warnings
-from dataclasses import dataclass
 from typing import Callable, Collection
 
 import numpy as np
 
 from ..errors import PT2Error
+from ..records import record
 from .errors import VerifyError, cancelled_type, check_cancel, require
 from .inputs import ModelInputs
 
 log = logging.getLogger(__name__)
 
 
-@dataclass
+@record
 class TorchValues:
     """Every tensor value of one PyTorch run, by ATen value name (numpy, batch axis kept)."""
 

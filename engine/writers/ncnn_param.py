@@ -15,9 +15,9 @@ form ``<id>=v1,v2,...`` (typed by its first element) is also read. Param ids are
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from ..records import field, record
 from .values import is_ncnn_float_literal, ncnn_float, parse_ncnn_float
 
 MAGIC = 7767517
@@ -58,7 +58,7 @@ class ParamSyntaxError(ValueError):
         super().__init__(f"line {line}: {reason}")
 
 
-@dataclass
+@record
 class LayerRecord:
     """One parsed layer line."""
 
@@ -70,7 +70,7 @@ class LayerRecord:
     line: int = 0
 
 
-@dataclass
+@record
 class ParamFile:
     """A parsed ``.ncnn.param``: its counts and layers."""
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -21,6 +20,7 @@ from ..errors import WriteError
 from ..ir import Graph, Operator
 from ..ncnn import layers as L
 from . import ncnn_bin
+from ..records import record
 from .atomic import atomic_files
 from .ncnn_check import check_graph, ncnn_layers, summarize
 from .ncnn_param import MAGIC, format_layer, format_value, kinds_for
@@ -46,7 +46,7 @@ def nonfinite_reason(key: str, data: np.ndarray, fp16: bool) -> str | None:
             f"compute NaN/inf where they are used{tail})")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class _RawWeight:
     """How a custom layer's weight is stored (raw, with or without the type tag)."""
 
@@ -57,7 +57,7 @@ class _RawWeight:
 _RAW = _RawWeight()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class NcnnWriteResult:
     """What :func:`write_ncnn` wrote: counts of layers and blobs, file sizes, weights by storage."""
 

@@ -16,16 +16,16 @@ params are read from the inputs at run time.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..ir import Attribute, Operand, Operator
 from ..ir.vocab import is_aten
+from ..records import field, record
 from .py_expr import ExpressionSourceError, SymbolCode, expression, unparenthesized
 from .py_source import call, literal
 
 
-@dataclass
+@record
 class Weight:
     """One tensor loaded from the ``.pnnx.bin``: stored at ``<owner>.<name>``."""
 
@@ -38,7 +38,7 @@ class Weight:
     shape: tuple | None = None  #: the shape to load it as (default: the attribute's)
 
 
-@dataclass
+@record
 class OpSource:
     """The Python source one operator contributes to ``_pnnx.py``: ``__init__`` lines, weights, ``forward`` lines."""
 

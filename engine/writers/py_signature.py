@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..ir import Graph, Operand
+from ..records import field, record
 from .py_source import FLOAT_DTYPES, INT_DTYPES, TORCH_DTYPES, Names, literal
 
 #: names the generated module uses itself (never given to a graph value)
@@ -36,7 +36,7 @@ _DERIVED = re.compile(r"^(?:(?P<a>\d+)\*)?(?P<s>[A-Za-z_]\w*)(?P<b>[-+]\d+)?$")
 INT_HIGH = 10
 
 
-@dataclass
+@record
 class Param:
     """One ``forward`` parameter."""
 
@@ -47,7 +47,7 @@ class Param:
     has_default: bool = False
 
 
-@dataclass
+@record
 class PySignature:
     """How a generated script's ``forward`` takes its inputs and returns its outputs."""
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import struct
 import zlib
-from dataclasses import dataclass
 from typing import Protocol
+
+from ..records import record
 
 _LFH = struct.Struct("<IHHHHHIIIHH")          # signature + local_file_header
 _ZIP64_EXTRA = struct.Struct("<HHQQQI")        # id, size, uncompressed, compressed, lfh offset, disk
@@ -25,7 +26,7 @@ class _Sink(Protocol):
     def tell(self) -> int: ...
 
 
-@dataclass
+@record
 class _Entry:
     """A member written so far (for the central directory)."""
 

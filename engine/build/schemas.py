@@ -3,7 +3,8 @@
 The table is generated once by ``tools/gen_aten_schemas.py`` from torch's operator registry and
 shipped with the package. Serialized graphs omit arguments left at their default, so the
 builder fills them in from here. The file is read on the first lookup (≈60 KB gzip, one
-``key<TAB>json`` line per overload); only the lines looked up are decoded from JSON, and each
+``key<TAB>json`` line per overload); only the lines looked up are found and decoded from JSON
+(splitting all 4,000-odd lines into a dict cost as much as inflating the file), and each
 :class:`OpSchema` is made on first use::
 
     >>> from engine.build import schemas
@@ -19,9 +20,9 @@ spelled the way the builder spells them (``"int64"``, ``"contiguous_format"``, `
 from __future__ import annotations
 
 import functools
-import gzip
 import json
 import logging
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -106,14 +107,32 @@ class OpSchema:
 
 
 @functools.lru_cache(maxsize=1)
-def _table() -> tuple[dict[str, Any], dict[str, str]]:
-    """The header and every overload's still-encoded JSON text, by key."""
-    with gzip.open(TABLE_PATH, "rb") as f:
-        head, *lines = f.read().decode().splitlines()
-    raw = dict(line.split("\t", 1) for line in lines)
-    header = json.loads(head)
-    log.debug("loaded %d operator schemas (torch %s)", len(raw), header.get("torch_version"))
-    return header, raw
+def _text() -> str:
+    """The whole table: a JSON header line, then ``key<TAB>json`` lines (``zlib`` reads the gzip
+    wrapper itself, without importing :mod:`gzip`)."""
+    text = zlib.decompress(TABLE_PATH.read_bytes(), 16 + zlib.MAX_WBITS).decode()
+    log.debug("loaded the operator schemas (%s)", text[:text.find("\n")])
+    return text
+
+
+def _line(key: str) -> str | None:
+    """The still-encoded JSON of overload ``key``, or None: a binary search over the text, whose
+    lines the generator writes sorted by key (no index of the 4,000-odd lines to build)."""
+    text = _text()
+    lo, hi = text.find("\n") + 1, len(text)  # lo: the start of a line; the key, if any, starts in [lo, hi)
+    while lo < hi:
+        mid = text.rfind("\n", lo, (lo + hi) // 2) + 1 or lo  # the start of the line holding the middle
+        tab = text.find("\t", mid)
+        end = text.find("\n", tab)
+        end = len(text) if end < 0 else end
+        here = text[mid:tab]
+        if here == key:
+            return text[tab + 1:end]
+        if here < key:
+            lo = end + 1
+        else:
+            hi = mid
+    return None
 
 
 def _make(key: str, raw: dict) -> OpSchema:
@@ -129,15 +148,16 @@ def _make(key: str, raw: dict) -> OpSchema:
 def get(key: str) -> OpSchema | None:
     """The schema of overload ``key`` (``aten.add.Tensor``), or None when the table has none
     (custom ops, ``_operator.*``, higher-order ops)."""
-    text = _table()[1].get(key)
+    text = _line(key)
     return None if text is None else _make(key, json.loads(text))
 
 
 def keys() -> list[str]:
     """Every overload key in the table, sorted."""
-    return list(_table()[1])
+    return [line.split("\t", 1)[0] for line in _text().splitlines()[1:]]
 
 
 def torch_version() -> str:
     """The torch version the table was generated from."""
-    return _table()[0]["torch_version"]
+    text = _text()
+    return json.loads(text[:text.find("\n")])["torch_version"]

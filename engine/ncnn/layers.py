@@ -12,7 +12,6 @@ type tag and may be stored as fp16; the others are raw fp32.
 """
 from __future__ import annotations
 
-import difflib
 import logging
 import math
 from functools import lru_cache
@@ -103,6 +102,8 @@ class LayerSpec:
         table = self.by_id if isinstance(key, int) else self.by_name
         if key in table:
             return table[key]
+        import difflib  # here: only a misspelled name needs it
+
         hint = difflib.get_close_matches(str(key), [str(k) for k in table], n=3)
         raise LayerSpecError(f"{self.type} has no param {key!r}" + (f" (did you mean {', '.join(hint)}?)" if hint else "")
                              + f"; known: {', '.join(str(k) for k in table)}")
@@ -147,6 +148,8 @@ def get_spec(layer_type: str) -> LayerSpec:
     specs = _specs()
     if layer_type in specs:
         return specs[layer_type]
+    import difflib  # here: only a misspelled name needs it
+
     hint = difflib.get_close_matches(layer_type, list(specs), n=3)
     raise LayerSpecError(f"unknown ncnn layer type {layer_type!r}" + (f" (did you mean {', '.join(hint)}?)" if hint else ""))
 

@@ -11,7 +11,6 @@ without comparing anything. :func:`diff_snapshots` diffs two text forms with the
 """
 from __future__ import annotations
 
-import difflib
 from functools import lru_cache
 
 from ..ir.snapshot import Snapshot
@@ -171,4 +170,6 @@ def diff_states(before: Snapshot, after: Snapshot) -> GraphDiff:
 
 
 def unified_diff(before: str, after: str, *, name_before: str = "before", name_after: str = "after") -> str:
+    import difflib  # here: only a text diff needs it
+
     return "".join(difflib.unified_diff(before.splitlines(True), after.splitlines(True), name_before, name_after))

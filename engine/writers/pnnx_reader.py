@@ -7,14 +7,16 @@ those. Attributes are lazy, read from the zip member ``<operator>.<attr>``.
 from __future__ import annotations
 
 import os
-import zipfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import ModelFileError
 from ..ir import Attribute, Graph
+
+if TYPE_CHECKING:  # pragma: no cover
+    import zipfile
 
 _NUMPY = {"f32": "<f4", "f64": "<f8", "f16": "<f2", "bf16": "<u2", "i64": "<i8", "i32": "<i4", "i16": "<i2",
           "i8": "i1", "u8": "u1", "bool": "?", "c64": "<c8", "c128": "<c16", "c32": "<u4"}
@@ -64,6 +66,8 @@ def read_pnnx(param_path: str | os.PathLike, bin_path: str | os.PathLike | None 
         raise ModelFileError(str(param_path), "missing the magic number 7767517")
     zf = None
     if bin_path is not None:
+        import zipfile  # here: converting imports this module but never reads a pnnx model
+
         try:
             zf = zipfile.ZipFile(bin_path)
         except (OSError, zipfile.BadZipFile) as e:

@@ -63,6 +63,26 @@ def test_other_namespaces_and_unknown_keys():
     assert schemas.torch_version() == "2.13.0"
 
 
+def test_every_line_of_the_table_is_found_and_nothing_else():
+    """``get`` binary-searches the file's text: every key finds its own line's JSON (read here
+    by splitting the whole file, independently), and near misses of each find nothing."""
+    import gzip
+    import json
+
+    head, *lines = gzip.decompress(schemas.TABLE_PATH.read_bytes()).decode().splitlines()
+    table = dict(line.split("\t", 1) for line in lines)
+    assert schemas.keys() == list(table)
+    for key, text in table.items():
+        s = schemas.get(key)
+        assert s is not None and s.key == key
+        assert [a.name for a in s.arguments] == [a["name"] for a in json.loads(text)["args"]]
+        for miss in (key[:-1], key + "x", key + ".default", " " + key):
+            assert miss in table or schemas.get(miss) is None
+    assert json.loads(head)["torch_version"] == schemas.torch_version()
+    for miss in ("", "\t", "a", "zzz", "aaa.b.c", "~"):
+        assert schemas.get(miss) is None
+
+
 @pytest.mark.torch
 def test_committed_table_is_what_the_generator_writes(tmp_path):
     pytest.importorskip("torch")

@@ -33,8 +33,8 @@ from .custom_layers import CustomRun
 from .errors import VerifyError, check_cancel, require
 from .inputs import choose_inputs
 from .isolate import plan_isolation
-from .layout import as_blob
-from .mapping import INPUT_TYPES, BlobMap, ValueRef, map_blobs, map_by_name
+from .layout import as_batch, as_blob
+from .mapping import INPUT_TYPES, BlobMap, ValueRef, map_blobs, map_by_name, sources
 from .metrics import ErrorStats, compare
 from .ncnn_run import BlobFailure, NcnnModel, int32_input_blobs
 from .result import (DIVERGENT, FAILED, INHERITED, NOT_COMPARED, OK, BlobRecord, LayerRecord, OutputRecord,
@@ -218,13 +218,18 @@ class _Verifier:
         values = tv.values
         model.int32_blobs = int32_input_blobs(graph)
         feeds = self._input_feeds(graph, blobmap, values)
-        self.full = model.run(feeds, [o.name for op in graph.ops for o in op.outputs])
+        #: the blobs ncnn computed as a batch of several samples, whole (``self.full``: the first)
+        self.full_batches: dict[str, np.ndarray] = {}
+        self.full = model.run(feeds, [o.name for op in graph.ops for o in op.outputs], batches=self.full_batches)
         # PyTorch's values in the blobs' layouts: what the layers are compared with and fed
         self.laid: dict[str, np.ndarray] = {}
         self.laid_note: dict[str, tuple[str, bool]] = {}
-        #: blobs that are a batch of several samples in ncnn (Swin's windows moved into the batch):
-        #: compared on their first sample, never fed alone (one sample is not the layer's input)
+        #: blobs that are a batch of several samples in PyTorch (Swin's windows moved into the
+        #: batch, RAFT's two images): compared on their first sample; fed alone whole
+        #: (``laid_batches``) where ncnn computed the same batch, else never (one sample is not
+        #: the layer's input)
         self.batches: set[str] = set()
+        self.laid_batches: dict[str, np.ndarray] = {}
         for blob, ref in blobmap.refs.items():
             v = values.get(ref.value)
             if ref.batch is not None and v is not None and ref.batch < v.ndim and v.shape[ref.batch] > 1:
@@ -233,6 +238,10 @@ class _Verifier:
                 arr, note, wrong = self._laid_out(blob, self.full[blob], blobmap, values)
                 if arr is not None:
                     self.laid[blob] = arr
+                    whole = self.full_batches.get(blob)
+                    batch = as_batch(v, ref, arr.shape) if blob in self.batches and whole is not None else None
+                    if batch is not None and batch.shape == whole.shape:
+                        self.laid_batches[blob] = batch
                 else:
                     self.laid_note[blob] = (note, wrong)
         aten_ops = {op.name: op for op in self.aten.ops}
@@ -292,15 +301,21 @@ class _Verifier:
                      values) -> None:
         """Run every compared layer again on PyTorch's values of its inputs, in as few ncnn runs
         as possible (:func:`.isolate.plan_isolation`)."""
-        fed = lambda b: b in self.laid and b not in self.batches  # noqa: E731
+        # a batch of several samples is set whole: PyTorch's (laid_batches) or ncnn's own
+        fed = lambda b: b in self.laid and (b not in self.batches or b in self.laid_batches)  # noqa: E731
         jobs = plan_isolation(graph, [rec for rec in records if rec.blobs and any(b.compared for b in rec.blobs)],
                               fed, lambda b: isinstance(self.full.get(b), np.ndarray))
         self.total += len(jobs.rounds)
         by_layer = {rec.layer: rec for rec in records}
         for k, batch in enumerate(jobs.rounds, 1):
             self.report(f"layers alone: run {k} of {len(jobs.rounds)} ({len(batch)} layers)")
-            feeds = {b: self.laid[b] if b in self.laid else self.full[b] for job in batch for b in job.feeds}
-            out = model.run(feeds, [b for job in batch for b in job.wanted])
+            feeds, whole = {}, set()
+            for b in (b for job in batch for b in job.feeds):
+                sets = (self.laid_batches, self.laid) if fed(b) else (self.full_batches, self.full)
+                feeds[b] = sets[0][b] if b in sets[0] else sets[1][b]
+                if b in sets[0]:
+                    whole.add(b)
+            out = model.run(feeds, [b for job in batch for b in job.wanted], batched=frozenset(whole))
             for job in batch:
                 rec = by_layer[job.layer]
                 rec.isolated_with = list(job.region)
@@ -308,7 +323,13 @@ class _Verifier:
                     if b.compared:
                         b.own = self._own(b, out.get(b.blob), blobmap, values)
 
-    def _own(self, b: BlobRecord, got, blobmap: BlobMap, values) -> ErrorStats:
+    def _own(self, b: BlobRecord, got, blobmap: BlobMap, values) -> ErrorStats | None:
+        """The blob's error when its layer ran alone; None when that run says nothing: ncnn
+        failed there on what it computed in the whole model (the inputs set, not the layer, are
+        then at fault, and the layer is judged as if it had not run alone)."""
+        if isinstance(got, BlobFailure) and isinstance(self.full.get(b.blob), np.ndarray):
+            b.note = "; ".join(filter(None, (b.note, f"could not run alone ({got}); judged on the whole model")))
+            return None
         arr, note, _ = self._laid_out(b.blob, got, blobmap, values)
         if arr is None:
             if not b.note:
@@ -329,9 +350,9 @@ class _Verifier:
             rec.own = ErrorStats.worst(owns)
             own_ok = rec.own.within(self.atol, self.rtol)
             broken = not np.isfinite(rec.own.max_abs)
-        else:  # no isolated run: blame it when its inputs were fine
-            inputs = [by_blob[i.name] for i in op.inputs if i.name in by_blob]
-            inputs_ok = all(b.error.within(self.atol, self.rtol) for b in inputs if b.compared)
+        else:  # no isolated run: blame it when what it computes from was fine
+            sources = _compared_sources(op, by_blob)
+            inputs_ok = sources is not None and all(b.error.within(self.atol, self.rtol) for b in sources)
             own_ok = rec.within_tolerance or not inputs_ok
             broken = not np.isfinite(rec.error.max_abs)
         if not own_ok:
@@ -361,6 +382,15 @@ class _Verifier:
                 rec.ok = rec.error.within(self.atol, self.rtol)
             out.append(rec)
         return out
+
+
+def _compared_sources(op: Operator, by_blob: dict[str, BlobRecord]) -> list[BlobRecord] | None:
+    """The compared blobs ``op`` computes from: its inputs, and through an input without a
+    comparison (an intermediate of an op lowered to several layers, a batch re-laid out) the
+    inputs of the layer producing it. None when that reaches a model input without a comparison
+    or takes more than :data:`~.mapping.MAX_REGION` layers: then nothing says the inputs were fine."""
+    found = sources(op, lambda b: (r := by_blob.get(b.name)) is not None and r.compared)
+    return None if found is None else [by_blob[b.name] for b in found[0]]
 
 
 def _custom_runs(graph: Graph) -> list[CustomRun]:

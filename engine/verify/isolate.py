@@ -5,7 +5,7 @@ any blob) and its outputs are extracted: the runtime computes only what is missi
 without a PyTorch counterpart (an intermediate of an op lowered to several layers, a blob whose
 layout no pass recorded) is computed too, by its producer — the *region* of the layer grows
 through such producers until every input is a blob with a PyTorch value, a model input, or
-:data:`MAX_REGION` layers were taken (then the whole-model run's value is set there).
+:data:`~.mapping.MAX_REGION` layers were taken (then the whole-model run's value is set there).
 
 Many layers share one ncnn run: a run sets the inputs of all its layers and extracts all their
 outputs, so two layers may share it only when neither computes a blob (any output of a layer
@@ -19,7 +19,7 @@ from typing import Callable
 
 from ..ir import Graph
 from ..records import field, record
-from .mapping import INPUT_TYPES, MAX_REGION
+from .mapping import sources
 
 
 @record
@@ -40,26 +40,12 @@ class Plan:
 
 
 def _job(op, wanted: list[str], fed: Callable[[str], bool], available: Callable[[str], bool]) -> Job | None:
-    region, feeds, computes = [op.name], set(), {o.name for o in op.outputs}
-    stack, seen = list(op.inputs), set()
-    while stack:
-        b = stack.pop()
-        if b.name in seen:
-            continue
-        seen.add(b.name)
-        if fed(b.name):
-            feeds.add(b.name)
-            continue
-        p = b.producer
-        if p is None or p.type in INPUT_TYPES or len(region) >= MAX_REGION:
-            if not available(b.name):
-                return None  # nothing to set there
-            feeds.add(b.name)
-            continue
-        region.append(p.name)
-        computes.update(o.name for o in p.outputs)
-        stack.extend(p.inputs)
-    return Job(op.name, region, feeds, computes, wanted)
+    found = sources(op, lambda b: fed(b.name), lambda b: available(b.name))
+    if found is None:
+        return None  # nothing to set at an edge
+    feeds, through = found
+    computes = {o.name for layer in (op, *through) for o in layer.outputs}
+    return Job(op.name, [op.name, *(p.name for p in through)], {b.name for b in feeds}, computes, wanted)
 
 
 def plan_isolation(graph: Graph, records, fed: Callable[[str], bool], available: Callable[[str], bool]) -> Plan:

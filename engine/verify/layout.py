@@ -47,3 +47,20 @@ def as_blob(value: np.ndarray, ref: ValueRef, shape: tuple[int, ...]) -> tuple[n
         return None, (f"layout differs: ncnn holds {list(shape)}, PyTorch {list(value.shape)}"
                       + (f" permuted {list(ref.dims)}" if ref.dims is not None else "") + " (not compared)"), False
     return np.ascontiguousarray(v).reshape(shape), "", False
+
+
+def as_batch(value: np.ndarray, ref: ValueRef, shape: tuple[int, ...]) -> np.ndarray | None:
+    """Every sample of ``value`` laid out as :func:`as_blob` lays out the first, samples first:
+    PyTorch's value of a blob that ncnn holds as a batch of several samples, to set it whole.
+    None when the value has no batch of several samples along ``ref.batch``, or its samples do
+    not lay out as ``shape``."""
+    v, b = value, ref.batch
+    if ref.dims is not None:
+        if sorted(ref.dims) != list(range(v.ndim)):
+            return None
+        v = v.transpose(ref.dims)
+    if b is None or not 0 <= b < v.ndim or v.shape[b] < 2 or v.size != v.shape[b] * math.prod(shape):
+        return None
+    if not ref.checked and _squeezed(np.take(v, 0, axis=b).shape) != _squeezed(shape):
+        return None
+    return np.ascontiguousarray(np.moveaxis(v, b, 0)).reshape((v.shape[b], *shape))

@@ -40,6 +40,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import replace
+from typing import Callable
 
 from ..convert.shapes import batch_dim
 from ..ir import Graph, Operand, Operator
@@ -262,25 +263,12 @@ class _Mapper:
     def region(self, op: Operator) -> tuple[set[str], set[str]] | None:
         """(values the layer's computation starts from, ATen nodes it may use): through inputs
         without a counterpart to the layers producing them. None past :data:`MAX_REGION`."""
-        frontier: set[str] = set()
-        allowed = set(op.provenance.nodes)
-        stack, seen, layers = list(op.inputs), set(), 0
-        while stack:
-            b = stack.pop()
-            if b.name in seen:
-                continue
-            seen.add(b.name)
-            ref = self.refs.get(b.name)
-            if ref is not None:
-                frontier.add(ref.value)
-                continue
-            p = b.producer
-            if p is None or p.type in INPUT_TYPES or layers >= MAX_REGION:
-                return None
-            layers += 1
-            allowed.update(p.provenance.nodes)
-            stack.extend(p.inputs)
-        return frontier, allowed
+        found = sources(op, lambda b: b.name in self.refs)
+        if found is None:
+            return None
+        blobs, layers = found
+        allowed = set(op.provenance.nodes).union(*(p.provenance.nodes for p in layers))
+        return {self.refs[b.name].value for b in blobs}, allowed
 
     def layer(self, op: Operator) -> None:
         idx = self.idx
@@ -387,3 +375,31 @@ def map_by_name(graph: Graph, reference: BlobMap | None, aten: Graph) -> BlobMap
                 unmapped[o.name] = "blob name matches no ATen value"
         n_inputs += op.type in INPUT_TYPES
     return BlobMap(refs, unmapped)
+
+
+def sources(op: Operator, known: Callable[[Operand], bool],
+            edge: Callable[[Operand], bool] | None = None) -> tuple[list[Operand], list[Operator]] | None:
+    """The blobs ``op`` computes from that ``known`` accepts — its inputs, and through an input it
+    does not accept the inputs of the layer producing that one — and the layers gone through.
+    At a model input it does not accept, or past :data:`MAX_REGION` layers, the blob is taken
+    too if ``edge`` accepts it; else the answer is None."""
+    found: list[Operand] = []
+    through: list[Operator] = []
+    stack, seen = list(op.inputs), set()
+    while stack:
+        b = stack.pop()
+        if b.name in seen:
+            continue
+        seen.add(b.name)
+        if known(b):
+            found.append(b)
+            continue
+        p = b.producer
+        if p is None or p.type in INPUT_TYPES or len(through) >= MAX_REGION:
+            if edge is None or not edge(b):
+                return None
+            found.append(b)
+            continue
+        through.append(p)
+        stack.extend(p.inputs)
+    return found, through

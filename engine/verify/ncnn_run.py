@@ -53,13 +53,14 @@ def int32_input_blobs(graph) -> set[str]:
     return out
 
 
-def _mat(ncnn, arr: np.ndarray, int32: bool = False):
+def _mat(ncnn, arr: np.ndarray, int32: bool = False, batch: bool = False):
+    """``arr`` as an ncnn Mat; ``batch``: its first axis is the Mat's batch of samples."""
     a = np.ascontiguousarray(arr, dtype=np.int32 if int32 else np.float32)
     if a.ndim == 0:
         a = a.reshape(1)
-    if a.ndim > 4:
-        raise VerifyError(f"a {a.ndim}-D value {list(a.shape)} cannot be an ncnn Mat")
-    return ncnn.Mat(a).clone()
+    if a.ndim - batch > 4:
+        raise VerifyError(f"a {a.ndim - batch}-D value {list(a.shape[batch:])} cannot be an ncnn Mat")
+    return (ncnn.Mat(a, batch_index=0) if batch else ncnn.Mat(a)).clone()
 
 
 def fp32_options(opt, threads: int = 1) -> None:
@@ -105,13 +106,16 @@ class NcnnModel:
             self._host = None
         self.net = None
 
-    def run(self, feeds: dict[str, np.ndarray], wanted: list[str]) -> dict[str, np.ndarray | BlobFailure]:
-        """Set ``feeds`` (blob → array in ncnn layout, batch axis dropped), extract ``wanted``.
-        Each wanted blob comes back as a numpy array or a :class:`BlobFailure`."""
+    def run(self, feeds: dict[str, np.ndarray], wanted: list[str], *, batched: frozenset[str] = frozenset(),
+            batches: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray | BlobFailure]:
+        """Set ``feeds`` (blob → array in ncnn layout, batch axis dropped, or first for the blobs
+        in ``batched``), extract ``wanted``. Each wanted blob comes back as a numpy array (of a
+        batch of several samples, as RAFT's encoder runs both images as one batch: the first) or a
+        :class:`BlobFailure`; ``batches`` receives every such batch whole (samples first)."""
         ex = self.net.create_extractor()
         ex.set_light_mode(False)
         for blob, arr in feeds.items():
-            if ex.input(blob, _mat(self._ncnn, arr, blob in self.int32_blobs)) != 0:
+            if ex.input(blob, _mat(self._ncnn, arr, blob in self.int32_blobs, blob in batched)) != 0:
                 raise VerifyError(f"the ncnn model has no blob named {blob!r}")
         out: dict[str, np.ndarray | BlobFailure] = {}
         for blob in wanted:
@@ -122,4 +126,7 @@ class NcnnModel:
             else:
                 a = np.array(mat)  # a copy: the Mat dies with the extractor
                 out[blob] = a.view(np.int32).astype(np.float32) if blob in self.int32_blobs else a
+                if batches is not None and getattr(mat, "n", 1) > 1:
+                    whole = np.array(mat.numpy(batch_index=0))
+                    batches[blob] = whole.view(np.int32).astype(np.float32) if blob in self.int32_blobs else whole
         return out

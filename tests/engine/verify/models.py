@@ -85,17 +85,21 @@ def write_plugin(path: Path, source: str) -> Path:
     return path
 
 
-#: A plug-in lowering ONE relu (by ATen node name) to sigmoid; every other relu stays built-in.
-RELU_AS_SIGMOID = f'''
+def relu_as_sigmoid(node: str) -> str:
+    """A plug-in lowering ONE relu (by ATen node name) to sigmoid; every other relu stays built-in."""
+    return f'''
     from engine.convert import aten_converter
 
     def _only_that_relu(op, ctx):
-        return True if op.name == "{BROKEN_RELU}" else "unsupported: not the relu this plug-in breaks"
+        return True if op.name == "{node}" else "unsupported: not the relu this plug-in breaks"
 
     @aten_converter("aten.relu.default", validator=_only_that_relu)
     def relu_as_sigmoid(ctx, op):
         return ctx.emit("F.sigmoid", [op.inputs[0]])
 '''
+
+
+RELU_AS_SIGMOID = relu_as_sigmoid(BROKEN_RELU)
 
 #: A plug-in that shifts the padding of ONE conv (by ATen node name): 2 before, 0 after, so the
 #: output keeps its size but is displaced by a pixel.
@@ -170,6 +174,23 @@ class BatchInside(nn.Module):
         if self.where == 1:
             return torch.relu(self.fc(x.transpose(0, 1))).sum(0) * 2  # (T, B, 6) → (B, 6)
         return torch.sigmoid(x.permute(1, 2, 0)).mean(0)  # (T, C, B) → (C, B)
+
+
+class TwoViews(nn.Module):
+    """RAFT's feature encoder: two images concatenated into one batch of two, a deep encoder
+    (``depth`` blocks of 1×1 conv and tanh, two ncnn layers each, and one ReLU before the last
+    two blocks, ATen node ``relu``) on that batch, split back and correlated. In ncnn the encoder's blobs are
+    batches of two samples."""
+
+    def __init__(self, depth: int = 40):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3, padding=1)
+        blocks = [nn.Sequential(nn.Conv2d(8, 8, 1), nn.Tanh()) for _ in range(depth)]
+        self.body = nn.Sequential(*blocks[:-2], nn.ReLU(), *blocks[-2:])
+
+    def forward(self, a, b):
+        fa, fb = self.body(self.stem(torch.cat([a, b], 0))).chunk(2, 0)
+        return (fa * fb).sum(1, keepdim=True)
 
 
 class Clamped(nn.Module):

@@ -18,8 +18,9 @@ from engine.convert import ConvertOptions, convert  # noqa: E402
 from engine.verify import VerifyOptions, verify  # noqa: E402
 from engine.verify.layout import as_blob  # noqa: E402
 from engine.verify.mapping import ValueRef  # noqa: E402
-from engine.verify.result import DIVERGENT, OK  # noqa: E402
-from tests.engine.verify.models import BatchInside, ChannelsLastMLP, Clamped, QKVAttention, export  # noqa: E402
+from engine.verify.result import DIVERGENT, INHERITED, NOT_COMPARED, OK  # noqa: E402
+from tests.engine.verify.models import (BatchInside, ChannelsLastMLP, Clamped, QKVAttention, TwoViews,  # noqa: E402
+                                        export, relu_as_sigmoid, write_plugin)
 
 FP32 = VerifyOptions(fp16=False)
 
@@ -191,3 +192,38 @@ def test_a_blob_whose_shape_is_not_its_values_has_no_counterpart():
     m = map_blobs(ncnn, aten)
     assert "a" not in m.refs and "another layout" in m.unmapped["a"]
     assert m.refs["b"].value == "select" and m.refs["b"].checked
+
+
+def _two_views(tmp_path):
+    torch.manual_seed(0)
+    return export(TwoViews(40), [torch.rand(1, 3, 12, 12), torch.rand(1, 3, 12, 12)], tmp_path / "views.pt2")
+
+
+def test_a_batch_of_two_through_a_deep_encoder_is_not_blamed(tmp_path):
+    """RAFT's encoder runs both images as one batch of two; ncnn extracts the first sample of
+    such a blob. A layer more than 64 layers into it used to be re-run alone on that one sample,
+    which ncnn refused (error -1), and was blamed as "failed" though the model and the layer
+    match PyTorch. Each layer now runs alone on the whole batch, PyTorch's."""
+    r = verify(_two_views(tmp_path), FP32)
+    _clean(r)
+    encoder = [x for x in r.layers if x.type in ("Convolution", "TanH", "ReLU") and x.status != NOT_COMPARED]
+    assert len(encoder) > 80 and all(x.own is not None and len(x.isolated_with) == 1 for x in encoder), \
+        [(x.layer, x.isolated_with) for x in encoder if x.own is None or len(x.isolated_with) != 1][:3]
+
+
+@pytest.mark.parametrize("isolate", [True, False], ids=["alone", "whole-model-only"])
+def test_a_broken_layer_inside_a_batch_of_two_is_still_blamed(tmp_path, isolate):
+    """The same encoder with its relu lowered to sigmoid by a plug-in: that layer is blamed,
+    no layer before it, the damage after it is inherited — also without runs alone, where a
+    layer whose inputs are not compared (the reshapes moving the batch back) is judged by the
+    compared blobs it computes from, not taken to have fine inputs."""
+    plugin = write_plugin(tmp_path / "broken.py", relu_as_sigmoid("relu"))
+    r = verify(_two_views(tmp_path), VerifyOptions(fp16=False, converters=[plugin], isolate=isolate))
+    fd = r.first_divergent
+    assert fd is not None and fd.aten_nodes == ["relu"] and fd.type == "Sigmoid", (fd and fd.layer)
+    if isolate:
+        assert fd.own is not None and fd.own.max_rel > 0.1  # wrong when run alone, on PyTorch's batch
+    assert [x.layer for x in r.layers if x.blamed] == [fd.layer]
+    assert all(x.status in (OK, NOT_COMPARED) for x in r.layers[:fd.index])
+    assert any(x.status == INHERITED for x in r.layers[fd.index + 1:])
+    assert not r.outputs_ok

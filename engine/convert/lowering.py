@@ -105,13 +105,17 @@ def lower_graph(g: Graph, registry: Registry, ctx: ConversionContext,
 
 
 def _select(registry: Registry, ctx: ConversionContext, op: Operator) -> Converter | None:
-    """The accepting rule for ``op``, or None after reporting why there is none."""
+    """The accepting rule for ``op``, or None after reporting why there is none — or after
+    folding it, when constant folding left its value for ncnn to compute at run time and no rule
+    can compute it there."""
     if op.meta.get("layout_error"):  # the batch layout solver found the op's shapes contradictory
         ctx.error(str(op.meta["layout_error"]), op)
         return None
     conv, reasons = registry.select(op, ctx)
     if conv is not None:
         return conv
+    if op.meta.get("fold_skipped") and _fold_late(ctx, op):
+        return None
     if reasons:
         reason = "; ".join(reasons)
     elif op.meta.get("unsupported_reason"):
@@ -122,6 +126,19 @@ def _select(registry: Registry, ctx: ConversionContext, op: Operator) -> Convert
         reason += f" ({op.meta['fold_skipped']})"
     ctx.error(reason + _emitted_note(op), op, plugin=next((r.where for r in reasons if getattr(r, "where", "")), ""))
     return None
+
+
+def _fold_late(ctx: ConversionContext, op: Operator) -> bool:
+    from ..passes.fold_constants import fold_late  # the pass's evaluator (passes import this module)
+
+    name = op.name
+    n = fold_late(ctx.graph, op, getattr(ctx.options, "fold_budget", None))
+    if n is None:
+        return False
+    ctx.warn(f"folded into a constant of {n:,} elements ({4 * n / 1e6:.1f} MB of fp32): no rule computes it at "
+             "run time", op)
+    log.debug("%s folded at lowering (%d elements)", name, n)
+    return True
 
 
 def _lower_one(g: Graph, registry: Registry, ctx: ConversionContext, op: Operator,

@@ -671,6 +671,8 @@ class _Folder:
         if n > self.budget:
             if force:
                 self.over_budget[id(op)] = (op, n)
+            else:
+                op.meta["fold_skipped"] = f"not folded: its {n:,}-element value is over the fold budget ({self.budget:,})"
             return False
         if not force and not self._small_enough(op, attr):
             op.meta["fold_skipped"] = (f"not folded: its {n}-element value would be more than {MAX_GROWTH}x its "
@@ -889,6 +891,19 @@ def _report_over_budget(folder: _Folder, cx) -> None:
             severity="warning", stage="fold_constants"))
 
 
+def fold_late(graph: Graph, op: Operator, budget: int | None = None) -> int | None:
+    """Fold ``op`` however much larger than its inputs its value is, within the fold budget: what
+    the lowering does with a value this pass left for ncnn to compute at run time (``meta
+    ["fold_skipped"]``) when no rule can compute it there — swin3d's relative position bias, a
+    gather of 153,664 indices from a constant table in thousands of runs. Returns the folded
+    value's element count; None when it did not fold."""
+    out = op.outputs[0] if len(op.outputs) == 1 else None
+    if out is None or not _static(out.shape):
+        return None
+    n = math.prod(out.shape)
+    return n if _Folder(graph, budget or FOLD_BUDGET).try_fold(op, force=True) else None
+
+
 @graph_pass("fold_constants", "compute ATen ops whose inputs are all constant (and static shape arithmetic)")
 def run(graph: Graph, cx) -> None:
     budget = getattr(getattr(cx, "options", None), "fold_budget", None) or FOLD_BUDGET
@@ -912,4 +927,4 @@ def run(graph: Graph, cx) -> None:
         log.debug("folded %d operators", folder.folded)
 
 
-__all__ = ["FOLDERS", "SHAPE_ARGS", "SHAPE_ONLY", "Args", "run"]
+__all__ = ["FOLDERS", "SHAPE_ARGS", "SHAPE_ONLY", "Args", "fold_late", "run"]

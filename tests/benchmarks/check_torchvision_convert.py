@@ -1,20 +1,22 @@
-"""Breadth check: every torchvision classification (or video classification) model converts to
-ncnn and matches PyTorch.
+"""Breadth check: every torchvision classification (or video classification, or optical flow)
+model converts to ncnn and matches PyTorch.
 
 Run with the benchmark virtualenv (torch 2.14.1 + torchvision 0.29.1), never in CI::
 
     PYTHONPATH=. /work/benchvenv/bin/python tests/benchmarks/check_torchvision_convert.py [--models a,b] [--dialect core]
     PYTHONPATH=. /work/benchvenv/bin/python tests/benchmarks/check_torchvision_convert.py --family video [--models r3d_18]
+    PYTHONPATH=. /work/benchvenv/bin/python tests/benchmarks/check_torchvision_convert.py --family optical_flow
 
 Each model runs in its own process (a crash or a memory peak stays there): built like the
 conversion benchmark's models (``convert_zoo``: seeded random weights, non-trivial layer scales
 and heads, calibrated BatchNorm), exported with ``torch.export.export`` on a seeded 1×3×224×224
 input (299 for Inception-v3; video models: a 1×3×16×112×112 clip, 16×224×224 for MViT, S3D
-and Swin3D, which need it), optionally
-``run_decompositions()``, converted in-process with fp32 weights, then run by the ncnn runtime
-with exact options (fp32, no packing, one thread). Match = relative error (max |ncnn − PyTorch|
+and Swin3D, which need it; optical flow: RAFT's last flow after 12 refinements, of two
+1×3×128×128 images), optionally ``run_decompositions()``, converted in-process with fp32 weights, then run by the ncnn runtime
+with exact options (fp32, no packing, one thread), fed and read along the batch axes the
+conversion chose. Match = relative error (max |ncnn − PyTorch|
 / max |PyTorch|) ≤ 1e-3. Models whose export fails are listed as such (torch's problem, not
-ours). Writes ``tests/benchmarks/results/torchvision_convert[_video][_core].md`` and ``.json``;
+ours). Writes ``tests/benchmarks/results/torchvision_convert[_video|_optical_flow][_core].md`` and ``.json``;
 a run with ``--models`` replaces those models' rows of the last run and keeps the others.
 """
 from __future__ import annotations
@@ -32,7 +34,8 @@ ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "tests" / "benchmarks" / "results"
 TOL = 1e-3
 #: per family: the torchvision module listing its models and the title of the results page
-FAMILIES = {"classification": ("models", "classification model"), "video": ("models.video", "video classification model")}
+FAMILIES = {"classification": ("models", "classification model"), "video": ("models.video", "video classification model"),
+            "optical_flow": ("models.optical_flow", "optical flow model")}
 
 
 def export_model(name: str, dialect: str, work: Path, family: str = "classification"):
@@ -44,15 +47,16 @@ def export_model(name: str, dialect: str, work: Path, family: str = "classificat
     from tests.benchmarks.convert_zoo import classifier
 
     model, x = classifier(name, family)
+    inputs = x if isinstance(x, tuple) else (x,)
     with torch.no_grad():
-        want = model(x).numpy()
-    ep = torch.export.export(model, (x,))
+        want = model(*inputs).numpy()
+    ep = torch.export.export(model, inputs)
     if dialect == "core":
         ep = ep.run_decompositions()
     path = work / f"{name}.pt2"
     torch.export.save(ep, str(path))
     del model, ep
-    return path, x, want
+    return path, inputs, want
 
 
 def one(name: str, dialect: str, work: Path, family: str = "classification") -> dict:
@@ -60,12 +64,12 @@ def one(name: str, dialect: str, work: Path, family: str = "classification") -> 
     import numpy as np
 
     from engine.convert import ConvertOptions, convert
-    from tests.ncnn_runtime import run
+    from tests.ncnn_runtime import run_layout
 
     rec: dict = {"model": name}
     t0 = time.perf_counter()
     try:
-        path, x, want = export_model(name, dialect, work, family)
+        path, inputs, want = export_model(name, dialect, work, family)
     except Exception as e:  # torch's export, not our conversion
         return rec | {"status": "export failed", "detail": f"{type(e).__name__}: {str(e)[:160]}"}
     rec["export_s"] = round(time.perf_counter() - t0, 1)
@@ -81,7 +85,7 @@ def one(name: str, dialect: str, work: Path, family: str = "classification") -> 
         return rec | {"status": "unconverted", "detail": "; ".join(f"{k} ×{v}" for k, v in reasons.items())[:400]}
     param, bin_ = work / f"{name}.ncnn.param", work / f"{name}.ncnn.bin"
     result.write(param, bin_)
-    (got,) = run(param, bin_, {"in0": x.numpy()[0]}, ["out0"])
+    (got,) = run_layout(param, bin_, [x.numpy() for x in inputs], result.ncnn.meta)  # along the batch axes chosen
     err = float(np.abs(np.asarray(got, np.float64).reshape(want.shape) - want).max() / max(np.abs(want).max(), 1e-6))
     rec["rel_err"] = err
     rec["status"] = "match" if err <= TOL else "mismatch"

@@ -47,9 +47,10 @@ ZOO: dict[str, ZooModel] = {m.name: m for m in _MODELS}
 GROUPS = {g: [m.name for m in _MODELS if m.group == g] for g in ("cnn", "transformer")}
 
 
-def calibrate_batchnorm(model, *, batches: int = 3, batch_size: int = 4, shape=INPUT_SHAPE) -> None:
+def calibrate_batchnorm(model, *, batches: int = 3, batch_size: int = 4, shape=INPUT_SHAPE, inputs: int = 1) -> None:
     """Give every BatchNorm layer running statistics of real activations: a cumulative
-    average over ``batches`` random batches in train mode (no gradients)."""
+    average over ``batches`` random batches in train mode (no gradients); ``inputs``: how many
+    such tensors the model takes (an optical-flow model: two images)."""
     import torch
 
     norms = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
@@ -62,7 +63,7 @@ def calibrate_batchnorm(model, *, batches: int = 3, batch_size: int = 4, shape=I
     model.train()
     with torch.no_grad():
         for _ in range(batches):
-            model(torch.randn(batch_size, *shape[1:]))
+            model(*(torch.randn(batch_size, *shape[1:]) for _ in range(inputs)))
     for m, mom in zip(norms, saved):
         m.momentum = mom
 
@@ -110,24 +111,49 @@ CLASSIFIER_KWARGS = {"googlenet": {"aux_logits": False, "init_weights": True},
                      "inception_v3": {"aux_logits": False, "init_weights": True}}
 
 
-#: the input shape of torchvision's models, per family
+#: the input shape of torchvision's models, per family (optical flow: each of the two images)
 INPUT_SHAPES = {"classification": lambda name: (1, 3, 299, 299) if name == "inception_v3" else (1, 3, 224, 224),
                 "video": lambda name: (1, 3, 16, 112, 112) if name in ("r3d_18", "mc3_18", "r2plus1d_18")
-                else (1, 3, 16, 224, 224)}
+                else (1, 3, 16, 224, 224),
+                "optical_flow": lambda name: (1, 3, 128, 128)}
+
+#: RAFT's refinement steps in the exported graph (torchvision's default, unrolled)
+FLOW_UPDATES = 12
+
+
+def _final_flow(model):
+    """An optical-flow model as ``(image1, image2) -> flow``: RAFT's last refinement of
+    :data:`FLOW_UPDATES` (it returns every step's)."""
+    import torch
+
+    class FinalFlow(torch.nn.Module):
+        def __init__(self, raft):
+            super().__init__()
+            self.raft = raft
+
+        def forward(self, image1, image2):
+            return self.raft(image1, image2, num_flow_updates=FLOW_UPDATES)[-1]
+
+    return FinalFlow(model)
 
 
 def classifier(name: str, family: str = "classification"):
     """``(model, x)``: torchvision classifier ``name`` (any of ``torchvision.models.list_models``,
     or of ``torchvision.models.video`` for the ``video`` family) built like :func:`build` (seed 0,
     meaningful numerics, calibrated BatchNorm, eval mode) and its seeded input: 1×3×224×224
-    (299 for Inception-v3); video: a 1×3×16×112×112 clip (16×224×224 for S3D, MViT, Swin3D)."""
+    (299 for Inception-v3); video: a 1×3×16×112×112 clip (16×224×224 for S3D, MViT, Swin3D).
+    ``optical_flow``: RAFT as :func:`_final_flow`, and ``x`` a tuple of two 1×3×128×128 images."""
     import torch
     import torchvision
 
     shape = INPUT_SHAPES[family](name)
+    flow = family == "optical_flow"
     torch.manual_seed(0)
     model = torchvision.models.get_model(name, weights=None, **CLASSIFIER_KWARGS.get(name, {}))
     make_numerics_meaningful(model)
-    calibrate_batchnorm(model, shape=shape, batch_size=2 if family == "video" else 4)
+    calibrate_batchnorm(model, shape=shape, batch_size=2 if family != "classification" else 4, inputs=1 + flow)
     model.eval()
-    return model, torch.randn(*shape, generator=torch.Generator().manual_seed(1))
+    g = torch.Generator().manual_seed(1)
+    if flow:
+        return _final_flow(model).eval(), tuple(torch.rand(*shape, generator=g) for _ in range(2))
+    return model, torch.randn(*shape, generator=g)

@@ -295,3 +295,43 @@ def test_over_budget_fold_is_a_warning_naming_the_node(tmp_path):
     assert warnings and "4,096 elements" in warnings[0].reason and "fold_budget" in warnings[0].reason
     assert warnings[0].node and warnings[0].source
     assert convert(str(pt2), ConvertOptions()).ok
+
+
+class ScatteredBias(nn.Module):
+    """Swin3D's relative position bias in small: a (512, 32) table gathered at 128×128 scattered
+    constant indices (thousands of runs: no ncnn gather of crops; a one-hot matrix of 8M: none
+    of a matrix product), a 524,288-element value: over the 262,144 a computed constant folds
+    to, and 32× its largest constant input."""
+
+    def __init__(self):
+        super().__init__()
+        g = torch.Generator().manual_seed(0)
+        self.table = nn.Parameter(torch.randn(512, 32, generator=g))
+        self.register_buffer("index", torch.randint(0, 512, (128 * 128,), generator=g))
+
+    def forward(self, x):
+        return x + self.table[self.index].view(128, 128, 32).permute(2, 0, 1) * 0.5
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_constant_no_rule_computes_at_run_time_is_folded_at_lowering(tmp_path, dialect):
+    """Folding leaves a value far larger than its constant inputs for ncnn to compute at run
+    time; when no rule can (the gather's runs), the lowering folds it after all, with a warning
+    giving its size, and the model converts and matches PyTorch."""
+    c = check_module(ScatteredBias(), [torch.randn(1, 32, 128, 128)], tmp_path, dialect=dialect)
+    warnings = [d.reason for d in c.result.diagnostics if d.severity == "warning"]
+    assert any("folded into a constant of 524,288 elements" in w and "no rule computes it" in w for w in warnings), \
+        warnings
+
+
+def test_late_fold_keeps_the_fold_budget(tmp_path):
+    """Over the fold budget the lowering does not fold either: the op is reported, with why
+    folding left it."""
+    from engine.convert import ConvertOptions, convert
+    from tests.harness import export_pt2
+
+    pt2 = export_pt2(ScatteredBias(), [torch.randn(1, 32, 128, 128)], tmp_path / "m.pt2")
+    r = convert(str(pt2), ConvertOptions(fold_budget=500_000))
+    assert not r.ok
+    reasons = [d.reason for d in r.errors]
+    assert any("gather" in x and "over the fold budget (500,000)" in x for x in reasons), reasons

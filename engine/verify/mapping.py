@@ -348,7 +348,8 @@ def map_by_name(graph: Graph, reference: BlobMap | None, aten: Graph) -> BlobMap
     (from converting the same program) knows keeps its value and layout; a ``<blob>_split_<k>``
     holds what ``<blob>`` holds; ``in<k>`` / ``out<k>`` are the program's k-th user input /
     output (an input layer's blob named otherwise is the user input of the same position); any
-    other blob named after an ATen value is that value (layout checked when compared)."""
+    blob the reference left without a value keeps none; any other blob named after an ATen
+    value is that value (layout checked when compared)."""
     idx = _AtenIndex(aten)
     refs: dict[str, ValueRef] = {}
     unmapped: dict[str, str] = {}
@@ -365,12 +366,14 @@ def map_by_name(graph: Graph, reference: BlobMap | None, aten: Graph) -> BlobMap
                 refs[o.name] = known[o.name]
             elif op.type == SPLIT and op.inputs and op.inputs[0].name in refs:
                 refs[o.name] = replace(refs[op.inputs[0].name], how="split")
+            elif reference is not None and o.name in reference.unmapped:
+                # the conversion made this blob and found it holds no value as it stands (Swin's
+                # ``reshape`` blob is its windows in another layout): its name says no more
+                unmapped[o.name] = reference.unmapped[o.name]
             elif o.name in idx.producer:
                 refs[o.name] = ValueRef(o.name, idx.producer[o.name], "name")
             elif (ref := _io_ref(o.name, idx)) is not None:
                 refs[o.name] = ref
-            elif reference is not None and o.name in reference.unmapped:
-                unmapped[o.name] = reference.unmapped[o.name]
             else:
                 unmapped[o.name] = "blob name matches no ATen value"
         n_inputs += op.type in INPUT_TYPES

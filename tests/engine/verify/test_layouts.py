@@ -227,3 +227,16 @@ def test_a_broken_layer_inside_a_batch_of_two_is_still_blamed(tmp_path, isolate)
     assert all(x.status in (OK, NOT_COMPARED) for x in r.layers[:fd.index])
     assert any(x.status == INHERITED for x in r.layers[fd.index + 1:])
     assert not r.outputs_ok
+
+
+def test_user_files_of_a_batch_of_two_verify_like_the_conversion(tmp_path):
+    """The same files given as the user's (``--ncnn-param``): blobs named after an ATen value
+    that the conversion found to hold another layout (``cat``, a batch of two re-laid out;
+    Swin's ``reshape``) are left without a counterpart, as in the conversion's own check,
+    instead of being compared by name with a value of another shape and blamed."""
+    pt2 = _two_views(tmp_path)
+    param, bin_ = _ncnn_files(pt2, tmp_path)
+    r = verify(pt2, VerifyOptions(fp16=False, ncnn_param=param, ncnn_bin=bin_))
+    _clean(r)
+    assert "cat" in {b.blob for x in r.layers for b in x.blobs if not b.compared}
+

@@ -72,3 +72,39 @@ def test_dynamic_batch_merged_and_split_again(tmp_path, dialect):
         c = check_module(MergeSplit(), [_r(2, 4, 6)], tmp_path, dialect=dialect, name=f"dyn{n}",
                          dynamic_shapes=({0: batch},), run_inputs=[_r(n, 4, 6)])
         assert set(_moves(c)) == {(233, 1), (1, 233)}, _moves(c)
+
+
+class PooledHeads(nn.Module):
+    """MViT's pooling attention: the tokens (B, 1 + T·H·W, 3·heads·C) split into q, k, v of
+    (B, heads, tokens, C); k's and v's class token is split off, the other tokens pooled per
+    head (the heads merged into the batch for a 3-D convolution), put back as (B, heads,
+    tokens, C), normalized and joined to the class token again — one cat input with the
+    tokens' batch axis, one whose batch the reshapes moved — then attention over the heads."""
+
+    def __init__(self, c: int = 8, heads: int = 2):
+        super().__init__()
+        self.c, self.heads, self.thw = c, heads, (2, 4, 4)
+        self.pool_k = nn.Conv3d(c, c, 3, stride=(1, 2, 2), padding=1, groups=c, bias=False)
+        self.pool_v = nn.Conv3d(c, c, 3, stride=(1, 2, 2), padding=1, groups=c, bias=False)
+        self.norm_k, self.norm_v = nn.LayerNorm(c), nn.LayerNorm(c)
+
+    def _pool(self, x, pool, norm):
+        b = x.shape[0]
+        cls, tokens = torch.tensor_split(x, (1,), dim=2)
+        tokens = tokens.transpose(2, 3).reshape(b * self.heads, self.c, *self.thw)
+        tokens = pool(tokens).reshape(b, self.heads, self.c, -1).transpose(2, 3)
+        return torch.cat((cls, norm(tokens)), dim=2)
+
+    def forward(self, x):
+        b, n, _ = x.shape
+        q, k, v = x.reshape(b, n, 3, self.heads, self.c).transpose(1, 3).unbind(dim=2)
+        k, v = self._pool(k, self.pool_k, self.norm_k), self._pool(v, self.pool_v, self.norm_v)
+        attn = torch.matmul(q * self.c ** -0.5, k.transpose(2, 3)).softmax(dim=-1)
+        return torch.matmul(attn, v).transpose(1, 2).reshape(b, n, -1)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_cat_of_a_batched_token_and_tokens_whose_batch_moved(tmp_path, dialect):
+    """Each cat input is moved to the output's batch axis before the Concat (it was refused:
+    "inputs mix batched and batch-less tensors"), and the whole matches PyTorch."""
+    check_module(PooledHeads(), [_r(1, 1 + 2 * 4 * 4, 3 * 2 * 8)], tmp_path, dialect=dialect)

@@ -16,8 +16,8 @@ dataclass.
 
 Supported: ``init``, ``repr``, ``eq``, ``frozen``; fields with ``default``,
 ``default_factory``, ``init=False``, ``repr=False``, ``compare=False``, ``hash``;
-``__post_init__``; inheritance between records; methods a class defines itself are kept (as
-``dataclass`` keeps them). ``order``, ``unsafe_hash``, ``kw_only``, ``slots`` and ``InitVar``
+``__post_init__``; inheritance between records and dataclasses (with the standard library's
+frozen/non-frozen checks); methods a class defines itself are kept (as ``dataclass`` keeps them). ``order``, ``unsafe_hash``, ``kw_only``, ``slots`` and ``InitVar``
 are not (no engine class uses them): use ``dataclasses.dataclass`` for those.
 """
 from __future__ import annotations
@@ -50,7 +50,11 @@ def _make(cls: type, *, init: bool, repr_: bool, eq: bool, frozen: bool) -> type
     doc = own.get("__doc__")
     if not doc:
         cls.__doc__ = cls.__name__  # not None: dataclass would compute a signature for it
-    dataclasses.dataclass(cls, init=False, repr=False, eq=False)
+    # a dataclass base: the standard library's own frozen handling (its inheritance checks too)
+    based = any(dataclasses.is_dataclass(b) for b in cls.__mro__[1:])
+    dataclasses.dataclass(cls, init=False, repr=False, eq=False, frozen=frozen and based)
+    params = cls.__dataclass_params__  # what the class is, for subclasses' checks
+    params.init, params.repr, params.eq, params.frozen = init, repr_, eq, frozen
     fields = dataclasses.fields(cls)
     if not doc:
         cls.__doc__ = f"{cls.__name__}({', '.join(f.name for f in fields if f.init)})"
@@ -76,6 +80,7 @@ def _add(cls: type, name: str, fn: Callable) -> None:
     """``fn`` as ``cls.<name>`` unless the class body defines that method itself."""
     if name not in cls.__dict__:
         fn.__name__ = name
+        fn.__module__ = cls.__module__
         _name(cls, fn)
         setattr(cls, name, fn)
 
@@ -87,28 +92,29 @@ def _name(cls: type, fn: Callable) -> None:
 def _init(cls: type, fields, frozen: bool) -> Callable:
     """The generated ``__init__``: parameters in field order, defaults and factories as the
     fields say, then ``__post_init__`` if the class has one."""
-    env: dict[str, Any] = {"_r_factory": _FACTORY, "_r_set": object.__setattr__}
-    params, body = ["self"], []
+    env: dict[str, Any] = {"__rec_factory": _FACTORY, "__rec_set": object.__setattr__}
+    me = "__rec_self" if any(f.name == "self" for f in fields) else "self"  # a field may be named self
+    params, body = [me], []
     for i, f in enumerate(fields):
         has_default = f.default is not dataclasses.MISSING
         has_factory = f.default_factory is not dataclasses.MISSING
         if has_default:
-            env[f"_r_d{i}"] = f.default
+            env[f"__rec_d{i}"] = f.default
         if has_factory:
-            env[f"_r_f{i}"] = f.default_factory
+            env[f"__rec_f{i}"] = f.default_factory
         if f.init:
-            params.append(f"{f.name}=_r_d{i}" if has_default else f"{f.name}=_r_factory" if has_factory
+            params.append(f"{f.name}=__rec_d{i}" if has_default else f"{f.name}=__rec_factory" if has_factory
                           else f.name)
-            value = f"_r_f{i}() if {f.name} is _r_factory else {f.name}" if has_factory else f.name
+            value = f"__rec_f{i}() if {f.name} is __rec_factory else {f.name}" if has_factory else f.name
         elif has_factory:
-            value = f"_r_f{i}()"
+            value = f"__rec_f{i}()"
         elif has_default:
-            value = f"_r_d{i}"
+            value = f"__rec_d{i}"
         else:
             continue
-        body.append(f"_r_set(self, {f.name!r}, {value})" if frozen else f"self.{f.name} = {value}")
+        body.append(f"__rec_set({me}, {f.name!r}, {value})" if frozen else f"{me}.{f.name} = {value}")
     if hasattr(cls, "__post_init__"):
-        body.append("self.__post_init__()")
+        body.append(f"{me}.__post_init__()")
     src = (f"def __make__({', '.join(env)}):\n"
            f" def __init__({', '.join(params)}):\n"
            + "".join(f"  {line}\n" for line in body or ["pass"])

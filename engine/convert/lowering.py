@@ -114,7 +114,7 @@ def _select(registry: Registry, ctx: ConversionContext, op: Operator) -> Convert
     conv, reasons = registry.select(op, ctx)
     if conv is not None:
         return conv
-    if op.meta.get("fold_skipped") and _fold_late(ctx, op):
+    if op.meta.get("fold_skipped") and not op.meta.get("fold_over_budget") and _fold_late(ctx, op):
         return None
     if reasons:
         reason = "; ".join(reasons)

@@ -951,7 +951,8 @@ def cat_ncnn(ctx, op):
     out, inputs = op.outputs[0], list(op.inputs)
     b = batch_dim(out)
     if out.shape is not None and b != normalize_dim(op.params["dim"], len(out.shape)):
-        inputs = [in_batch_layout(ctx, i, b) for i in inputs]
+        relaid = {id(i): in_batch_layout(ctx, i, b) for i in dict.fromkeys(inputs)}  # once per input
+        inputs = [relaid[id(i)] for i in inputs]
     _same_rank(inputs)
     ref = max(inputs, key=lambda i: batch_dim(i) is not None)
     return ctx.layer("Concat", inputs, axis=ncnn_axis(ref, op.params["dim"]))

@@ -673,6 +673,7 @@ class _Folder:
                 self.over_budget[id(op)] = (op, n)
             else:
                 op.meta["fold_skipped"] = f"not folded: its {n:,}-element value is over the fold budget ({self.budget:,})"
+                op.meta["fold_over_budget"] = True  # the lowering need not try again
             return False
         if not force and not self._small_enough(op, attr):
             op.meta["fold_skipped"] = (f"not folded: its {n}-element value would be more than {MAX_GROWTH}x its "

@@ -240,7 +240,7 @@ class _Verifier:
                     self.laid[blob] = arr
                     whole = self.full_batches.get(blob)
                     batch = as_batch(v, ref, arr.shape) if blob in self.batches and whole is not None else None
-                    if batch is not None and batch.shape == whole.shape:
+                    if batch is not None and _same_samples(batch, whole):
                         self.laid_batches[blob] = batch
                 else:
                     self.laid_note[blob] = (note, wrong)
@@ -384,13 +384,36 @@ class _Verifier:
         return out
 
 
+#: how much further from PyTorch's than its first sample (relative error) ncnn's whole batch may
+#: be for the two to hold the same samples in the same order (then each sample is as right as the
+#: first: rounding, drift, or an error upstream that damaged them all alike); samples in another
+#: order, or damaged past the first, which alone is compared, are far further
+SAME_SAMPLES = 0.05
+
+
+def _same_samples(torch_batch: np.ndarray, ncnn_batch: np.ndarray) -> bool:
+    """Whether PyTorch's batch, laid out as the blob, holds ncnn's samples in ncnn's order: only
+    then may it be set whole for a layer run alone (the first sample alone is compared)."""
+    if torch_batch.shape != ncnn_batch.shape:
+        return False
+    whole, first = compare(ncnn_batch, torch_batch), compare(ncnn_batch[0], torch_batch[0])
+    if not (np.isfinite(whole.max_abs) and np.isfinite(first.max_abs)):
+        return False
+    return whole.max_abs <= 10 * first.max_abs + SAME_SAMPLES * max(whole.ref_max, 1e-12)
+
+
+def _model_input(b) -> bool:
+    return b.producer is None or b.producer.type in INPUT_TYPES
+
+
 def _compared_sources(op: Operator, by_blob: dict[str, BlobRecord]) -> list[BlobRecord] | None:
     """The compared blobs ``op`` computes from: its inputs, and through an input without a
     comparison (an intermediate of an op lowered to several layers, a batch re-laid out) the
-    inputs of the layer producing it. None when that reaches a model input without a comparison
-    or takes more than :data:`~.mapping.MAX_REGION` layers: then nothing says the inputs were fine."""
-    found = sources(op, lambda b: (r := by_blob.get(b.name)) is not None and r.compared)
-    return None if found is None else [by_blob[b.name] for b in found[0]]
+    inputs of the layer producing it; a model input counts as right (PyTorch's value is what
+    was set). None past :data:`~.mapping.MAX_REGION` layers: then nothing says the inputs were
+    fine."""
+    found = sources(op, lambda b: (r := by_blob.get(b.name)) is not None and r.compared, _model_input)
+    return None if found is None else [by_blob[b.name] for b in found[0] if b.name in by_blob and by_blob[b.name].compared]
 
 
 def _custom_runs(graph: Graph) -> list[CustomRun]:

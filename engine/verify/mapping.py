@@ -366,7 +366,7 @@ def map_by_name(graph: Graph, reference: BlobMap | None, aten: Graph) -> BlobMap
                 refs[o.name] = known[o.name]
             elif op.type == SPLIT and op.inputs and op.inputs[0].name in refs:
                 refs[o.name] = replace(refs[op.inputs[0].name], how="split")
-            elif reference is not None and o.name in reference.unmapped:
+            elif reference is not None and o.name in reference.unmapped and _io_ref(o.name, idx) is None:
                 # the conversion made this blob and found it holds no value as it stands (Swin's
                 # ``reshape`` blob is its windows in another layout): its name says no more
                 unmapped[o.name] = reference.unmapped[o.name]

@@ -150,3 +150,27 @@ def test_recursive_repr_does_not_overflow():
         n = mod.Node()
         n.children.append(n)
         assert repr(n) == "Node(children=[...])"
+
+
+def test_frozen_inheritance_checks_and_a_field_named_self_match_dataclass():
+    @record(frozen=True)
+    class Base:
+        a: int
+
+    @record(frozen=True)
+    class Sub(Base):
+        b: int = 2
+
+    assert (Sub(1).a, Sub(1).b) == (1, 2) and hash(Sub(1)) == hash(Sub(1))
+    with pytest.raises(FrozenInstanceError):
+        Sub(1).b = 3
+    with pytest.raises(TypeError, match="non-frozen dataclass from a frozen one"):
+        record(type("Loose", (Base,), {"__annotations__": {"c": "int"}}))
+    std = dataclasses.dataclass(frozen=True)(type("Std", (Base,), {"__annotations__": {"c": "int"}}))
+    assert std(1, 3).c == 3 and dataclasses.fields(std)[0].name == "a"
+    assert Base.__dataclass_params__.frozen and Base.__dataclass_params__.eq
+
+    rec, ref = _twins("@deco\nclass Odd:\n    self: int\n    x: int = 0\n")
+    assert repr(rec.Odd(1, 2)).replace(rec.__name__, "") == repr(ref.Odd(1, 2)).replace(ref.__name__, "")
+    assert rec.Odd.__init__.__module__ == rec.__name__
+

@@ -1,8 +1,10 @@
 """Run an ncnn model with the ncnn Python runtime and read any blob (imports ncnn lazily).
 
-Runs are exact and repeatable: fp16/bf16 storage and arithmetic, packing and Vulkan off, one
-thread, light mode off (so every intermediate blob stays readable and in-place layers work on
-copies). Input Mats are cloned: a Mat wrapping numpy memory has no refcount, and an in-place
+Runs are exact and repeatable: fp16/bf16 storage and arithmetic and Vulkan off, one thread,
+light mode off (so every intermediate blob stays readable and in-place layers work on copies).
+The packed layout stays on, as ncnn runs by default: some x86 kernels crash without it (a dilated
+3×3 convolution of DeepLabV3 killed the process), and the runtime unpacks every blob it hands
+out and packs what it is given. Input Mats are cloned: a Mat wrapping numpy memory has no refcount, and an in-place
 layer reading it would write into (or free) the caller's array.
 
 Any blob may be set before extracting — ``ncnn.Extractor.input`` accepts intermediate blobs —
@@ -85,7 +87,7 @@ class NcnnModel:
         else:
             net = ncnn.Net()
         fp32_options(net.opt)
-        net.opt.use_packing_layout = False
+        net.opt.use_packing_layout = True  # the runtime's default; off, x86 kernels crash (module doc)
         net.opt.lightmode = False
         self.net = net
         #: input blobs holding int32 token ids (:func:`int32_input_blobs`)

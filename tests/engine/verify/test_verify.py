@@ -231,3 +231,21 @@ def test_without_isolated_runs_blame_follows_input_errors(cnn_training_pt2, tmp_
     r = verify(cnn_training_pt2, VerifyOptions(fp16=False, converters=[plugin], isolate=False))
     fd = _only_culprit(r, BROKEN_RELU)
     assert fd.own is None and all(x.own is None for x in r.layers if x.type != "Input")
+
+
+def test_a_dilation_wider_than_the_map_verifies_without_crashing(tmp_path):
+    """DeepLabV3's ASPP on a small map: a 3×3 convolution dilated 12 over an 8×8 input. ncnn's x86
+    kernel for it crashes the process when the packed layout is off, as verify ran it; verify
+    now runs ncnn with its default packed layout (the command, in its own process here)."""
+    import subprocess
+    import sys
+
+    from tests.engine.verify.models import export
+
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Conv2d(8, 8, 3, padding=12, dilation=12), torch.nn.ReLU())
+    pt2 = export(m, [torch.randn(1, 8, 8, 8)], tmp_path / "aspp.pt2")
+    p = subprocess.run([sys.executable, "-m", "engine.cli.main", "verify", str(pt2), "--fp16", "0"],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, (p.returncode, p.stdout[-2000:], p.stderr[-2000:])
+    assert "no divergent layer" in p.stdout

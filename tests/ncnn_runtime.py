@@ -11,15 +11,17 @@ from typing import Mapping, Sequence
 import numpy as np
 
 
-def load_net(param: Path, bin_: Path):
-    """An ncnn.Net with exact options; returns (net, load_param rc, load_model rc)."""
+def load_net(param: Path, bin_: Path, *, packed: bool = False):
+    """An ncnn.Net with exact options; returns (net, load_param rc, load_model rc). ``packed``
+    keeps ncnn's default packed layout on (x86 kernels of some layers crash without it: a 3×3
+    convolution dilated wider than its map, DeepLabV3's ASPP)."""
     import ncnn
 
     net = ncnn.Net()
     opt = net.opt
     opt.use_fp16_storage = opt.use_fp16_arithmetic = opt.use_fp16_packed = False
     opt.use_bf16_storage = False
-    opt.use_packing_layout = False
+    opt.use_packing_layout = packed
     opt.num_threads = 1
     rp, rb = net.load_param(str(param)), net.load_model(str(bin_))
     return net, rp, rb
@@ -67,12 +69,13 @@ def read_mat(mat, batch: int | None, shape) -> np.ndarray:
 
 
 def run_layout(param: Path, bin_: Path, inputs: Sequence[np.ndarray], layout: Mapping, *,
-               raw: bool = False) -> list[np.ndarray]:
+               raw: bool = False, packed: bool = False) -> list[np.ndarray]:
     """Run a converted model on PyTorch-shaped ``inputs``, fed and read along the batch axes the
     converter chose (``layout``: the ncnn graph's ``meta`` with ``inputs``/``outputs`` entries
     ``{blob, shape, batch_dim}``); outputs come back in PyTorch's shapes. With ``raw`` the
-    inputs are one-sample blobs given to ncnn as they are (no batch axis)."""
-    net, rp, rb = load_net(param, bin_)
+    inputs are one-sample blobs given to ncnn as they are (no batch axis); ``packed``: see
+    :func:`load_net`."""
+    net, rp, rb = load_net(param, bin_, packed=packed)
     assert rp == 0 and rb == 0, f"ncnn refused the model (load_param {rp}, load_model {rb})"
     ex = net.create_extractor()
     for spec, arr in zip(layout["inputs"], inputs):

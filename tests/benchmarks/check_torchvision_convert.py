@@ -1,22 +1,25 @@
-"""Breadth check: every torchvision classification (or video classification, or optical flow)
-model converts to ncnn and matches PyTorch.
+"""Breadth check: every torchvision classification (or video classification, optical flow or
+semantic segmentation) model converts to ncnn and matches PyTorch.
 
 Run with the benchmark virtualenv (torch 2.14.1 + torchvision 0.29.1), never in CI::
 
     PYTHONPATH=. /work/benchvenv/bin/python tests/benchmarks/check_torchvision_convert.py [--models a,b] [--dialect core]
     PYTHONPATH=. /work/benchvenv/bin/python tests/benchmarks/check_torchvision_convert.py --family video [--models r3d_18]
     PYTHONPATH=. /work/benchvenv/bin/python tests/benchmarks/check_torchvision_convert.py --family optical_flow
+    PYTHONPATH=. /work/benchvenv/bin/python tests/benchmarks/check_torchvision_convert.py --family segmentation
 
 Each model runs in its own process (a crash or a memory peak stays there): built like the
 conversion benchmark's models (``convert_zoo``: seeded random weights, non-trivial layer scales
 and heads, calibrated BatchNorm), exported with ``torch.export.export`` on a seeded 1×3×224×224
 input (299 for Inception-v3; video models: a 1×3×16×112×112 clip, 16×224×224 for MViT, S3D
 and Swin3D, which need it; optical flow: RAFT's last flow after 12 refinements, of two
-1×3×128×128 images), optionally ``run_decompositions()``, converted in-process with fp32 weights, then run by the ncnn runtime
-with exact options (fp32, no packing, one thread), fed and read along the batch axes the
-conversion chose. Match = relative error (max |ncnn − PyTorch|
+1×3×128×128 images; segmentation: the ``out`` map of a 1×3×224×224 image, no auxiliary head),
+optionally ``run_decompositions()``, converted in-process with fp32 weights, then run by the ncnn runtime
+with exact options (fp32, no packing — segmentation: ncnn's default packed layout, without
+which its x86 kernel for DeepLabV3's dilated 3×3 convolutions crashes — one thread), fed and
+read along the batch axes the conversion chose. Match = relative error (max |ncnn − PyTorch|
 / max |PyTorch|) ≤ 1e-3. Models whose export fails are listed as such (torch's problem, not
-ours). Writes ``tests/benchmarks/results/torchvision_convert[_video|_optical_flow][_core].md`` and ``.json``;
+ours). Writes ``tests/benchmarks/results/torchvision_convert[_video|_optical_flow|_segmentation][_core].md`` and ``.json``;
 a run with ``--models`` replaces those models' rows of the last run and keeps the others.
 """
 from __future__ import annotations
@@ -35,7 +38,8 @@ RESULTS = ROOT / "tests" / "benchmarks" / "results"
 TOL = 1e-3
 #: per family: the torchvision module listing its models and the title of the results page
 FAMILIES = {"classification": ("models", "classification model"), "video": ("models.video", "video classification model"),
-            "optical_flow": ("models.optical_flow", "optical flow model")}
+            "optical_flow": ("models.optical_flow", "optical flow model"),
+            "segmentation": ("models.segmentation", "semantic segmentation model")}
 
 
 def export_model(name: str, dialect: str, work: Path, family: str = "classification"):
@@ -85,7 +89,8 @@ def one(name: str, dialect: str, work: Path, family: str = "classification") -> 
         return rec | {"status": "unconverted", "detail": "; ".join(f"{k} ×{v}" for k, v in reasons.items())[:400]}
     param, bin_ = work / f"{name}.ncnn.param", work / f"{name}.ncnn.bin"
     result.write(param, bin_)
-    (got,) = run_layout(param, bin_, [x.numpy() for x in inputs], result.ncnn.meta)  # along the batch axes chosen
+    # along the batch axes chosen; DeepLabV3's dilated 3x3 convolutions need ncnn's packed layout
+    (got,) = run_layout(param, bin_, [x.numpy() for x in inputs], result.ncnn.meta, packed=family == "segmentation")
     err = float(np.abs(np.asarray(got, np.float64).reshape(want.shape) - want).max() / max(np.abs(want).max(), 1e-6))
     rec["rel_err"] = err
     rec["status"] = "match" if err <= TOL else "mismatch"

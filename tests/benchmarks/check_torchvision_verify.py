@@ -5,10 +5,12 @@ Run with the benchmark virtualenv (torch 2.14.1 + torchvision 0.29.1), never in 
 
     PYTHONPATH=. /work/benchvenv/bin/python tests/benchmarks/check_torchvision_verify.py [--models a,b]
     PYTHONPATH=. /work/benchvenv/bin/python tests/benchmarks/check_torchvision_verify.py --family optical_flow
+    PYTHONPATH=. /work/benchvenv/bin/python tests/benchmarks/check_torchvision_verify.py --family segmentation
 
 Each model runs in its own process: built and exported like ``check_torchvision_convert.py``
 (seeded random weights, calibrated BatchNorm, TRAINING dialect, 1×3×224×224; ``--family
-optical_flow``: RAFT on two 1×3×128×128 images, ``torchvision_verify_optical_flow.md``), then the real
+optical_flow``: RAFT on two 1×3×128×128 images, ``torchvision_verify_optical_flow.md``; ``--family
+segmentation``: DeepLabV3, FCN, LR-ASPP, ``torchvision_verify_segmentation.md``), then the real
 command ``pt2ncnn verify MODEL.pt2 --json`` runs with fp16 weights and with fp32 weights. A
 correct conversion must give exit status 0 and no divergent layer in both. Then the fp32 model
 is written and one activation layer in its middle is sabotaged in the .param (ReLU, GELU, Swish,
@@ -123,7 +125,7 @@ def _row(r: dict) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--models", default="", help="comma-separated names (default: all models of the family)")
-    ap.add_argument("--family", choices=("classification", "optical_flow"), default="classification")
+    ap.add_argument("--family", choices=("classification", "optical_flow", "segmentation"), default="classification")
     ap.add_argument("--one", help=argparse.SUPPRESS)
     ap.add_argument("--work", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--timeout", type=int, default=1800, help="seconds per model")

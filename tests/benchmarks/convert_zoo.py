@@ -115,7 +115,8 @@ CLASSIFIER_KWARGS = {"googlenet": {"aux_logits": False, "init_weights": True},
 INPUT_SHAPES = {"classification": lambda name: (1, 3, 299, 299) if name == "inception_v3" else (1, 3, 224, 224),
                 "video": lambda name: (1, 3, 16, 112, 112) if name in ("r3d_18", "mc3_18", "r2plus1d_18")
                 else (1, 3, 16, 224, 224),
-                "optical_flow": lambda name: (1, 3, 128, 128)}
+                "optical_flow": lambda name: (1, 3, 128, 128),
+                "segmentation": lambda name: (1, 3, 224, 224)}
 
 #: RAFT's refinement steps in the exported graph (torchvision's default, unrolled)
 FLOW_UPDATES = 12
@@ -137,23 +138,46 @@ def _final_flow(model):
     return FinalFlow(model)
 
 
+def _segment_map(model):
+    """A segmentation model as ``image -> per-pixel class scores`` (torchvision returns a dict)."""
+    import torch
+
+    class SegmentMap(torch.nn.Module):
+        def __init__(self, net):
+            super().__init__()
+            self.net = net
+
+        def forward(self, x):
+            return self.net(x)["out"]
+
+    return SegmentMap(model)
+
+
 def classifier(name: str, family: str = "classification"):
     """``(model, x)``: torchvision classifier ``name`` (any of ``torchvision.models.list_models``,
     or of ``torchvision.models.video`` for the ``video`` family) built like :func:`build` (seed 0,
     meaningful numerics, calibrated BatchNorm, eval mode) and its seeded input: 1×3×224×224
     (299 for Inception-v3); video: a 1×3×16×112×112 clip (16×224×224 for S3D, MViT, Swin3D).
-    ``optical_flow``: RAFT as :func:`_final_flow`, and ``x`` a tuple of two 1×3×128×128 images."""
+    ``optical_flow``: RAFT as :func:`_final_flow`, and ``x`` a tuple of two 1×3×128×128 images;
+    ``segmentation``: the model as :func:`_segment_map` (no auxiliary head), a 1×3×224×224 image."""
     import torch
     import torchvision
 
     shape = INPUT_SHAPES[family](name)
     flow = family == "optical_flow"
+    kwargs = dict(CLASSIFIER_KWARGS.get(name, {}))
+    if family == "segmentation":
+        kwargs["weights_backbone"] = None
+        if not name.startswith("lraspp"):
+            kwargs["aux_loss"] = False
     torch.manual_seed(0)
-    model = torchvision.models.get_model(name, weights=None, **CLASSIFIER_KWARGS.get(name, {}))
+    model = torchvision.models.get_model(name, weights=None, **kwargs)
     make_numerics_meaningful(model)
     calibrate_batchnorm(model, shape=shape, batch_size=2 if family != "classification" else 4, inputs=1 + flow)
     model.eval()
     g = torch.Generator().manual_seed(1)
     if flow:
         return _final_flow(model).eval(), tuple(torch.rand(*shape, generator=g) for _ in range(2))
+    if family == "segmentation":
+        return _segment_map(model).eval(), torch.randn(*shape, generator=g)
     return model, torch.randn(*shape, generator=g)

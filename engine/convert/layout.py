@@ -49,6 +49,9 @@ class OpLayout:
     neutral: bool = False
     #: inputs read only for their sizes (shape expressions): taken in whatever layout they have
     measured: frozenset = frozenset()
+    #: no broadcasting: an input linked to an output's batch axis takes that axis even where its
+    #: extent is 1 (a concatenation joins whole samples; size 1 is not a broadcast there)
+    exact: bool = False
 
     def links_from(self, i: int, a: int) -> list[Link]:
         return self._index()[0].get((i, a), [])
@@ -297,7 +300,7 @@ def _cat(op):
         if s is None or len(s) != len(y):
             continue
         links += [Link(i, a, 0, a) for a in range(len(y)) if a != d and same_dim(s[a], y[a])]
-    return OpLayout(links)
+    return OpLayout(links, exact=True)
 
 
 def _one_axis_more(big: Sequence[Dim], d: int, smalls: Sequence[Operand], big_is_output: bool) -> list[Link]:

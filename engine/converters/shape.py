@@ -933,29 +933,11 @@ def _same_rank(inputs: Sequence[Operand]) -> int:
     return ranks.pop()
 
 
-def in_batch_layout(ctx, x: Operand, batch: int | None) -> Operand:
-    """``x`` with its batch axis at ``batch`` (None: every dim in the blob), by one ``Reshape``
-    moving the samples (:func:`batch_reshape`); ``x`` itself when it has it already."""
-    if batch_dim(x) == batch or x.shape is None or (batch is not None and batch >= len(x.shape)):
-        return x
-    want = set_batch_dim(Operand(f"{x.name}_relaid", shape=list(x.shape)), batch)
-    y = batch_reshape(ctx, x, want)
-    y.shape = list(x.shape)
-    return set_batch_dim(y, batch)
-
-
 @ncnn_rule("torch.cat")
 def cat_ncnn(ctx, op):
-    """One ``Concat``. Inputs whose batch axis is not the output's are moved to it first (MViT
-    joins its batched class token to pooled tokens whose batch a reshape put in the blob)."""
-    out, inputs = op.outputs[0], list(op.inputs)
-    b = batch_dim(out)
-    if out.shape is not None and b != normalize_dim(op.params["dim"], len(out.shape)):
-        relaid = {id(i): in_batch_layout(ctx, i, b) for i in dict.fromkeys(inputs)}  # once per input
-        inputs = [relaid[id(i)] for i in inputs]
-    _same_rank(inputs)
-    ref = max(inputs, key=lambda i: batch_dim(i) is not None)
-    return ctx.layer("Concat", inputs, axis=ncnn_axis(ref, op.params["dim"]))
+    _same_rank(op.inputs)
+    ref = max(op.inputs, key=lambda i: batch_dim(i) is not None)
+    return ctx.layer("Concat", list(op.inputs), axis=ncnn_axis(ref, op.params["dim"]))
 
 
 def _split_sizes(op, dim: int) -> list[int]:

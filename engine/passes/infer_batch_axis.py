@@ -248,13 +248,14 @@ class _Solver:
 
     def _needed_axis(self, op: Operator, lay: OpLayout, i: int, outs: list[int | None]) -> int | None:
         """An input without a usable batch axis: the axis it must take because it varies along
-        an output's batch axis (not a broadcast of size 1), else None."""
+        an output's batch axis (not a broadcast of size 1; an ``exact`` op broadcasts nothing),
+        else None."""
         x = op.inputs[i]
         for k, b in enumerate(outs):
             if b is None:
                 continue
             for ln in lay.links_to(k, b):
-                if ln.i == i and x.shape is not None and x.shape[ln.a] != 1:
+                if ln.i == i and x.shape is not None and (lay.exact or x.shape[ln.a] != 1):
                     return ln.a
         return None
 

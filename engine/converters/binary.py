@@ -266,7 +266,6 @@ class _Expander:
         return self._out(self.ctx.layer("BinaryOp", list(aligned[:2]), op_type=forward), aligned.shape,
                          aligned.batch_dim)
 
-
     def floor_quotient(self, a: Any, b: Any) -> Value:
         """``floor(a / b)``, exact: ncnn's division goes through a reciprocal on some builds (the
         x86 wheel on an AVX-512 machine gives 6 / 6 = 0.99999994 for the elements after the last

@@ -21,15 +21,20 @@ def _squeezed(shape) -> tuple[int, ...]:
     return tuple(int(d) for d in shape if int(d) != 1)
 
 
+def _permuted(value: np.ndarray, ref: ValueRef) -> np.ndarray | None:
+    """``value`` permuted as ``ref`` records (None when the permutation does not fit it)."""
+    if ref.dims is None:
+        return value
+    return value.transpose(ref.dims) if sorted(ref.dims) == list(range(value.ndim)) else None
+
+
 def as_blob(value: np.ndarray, ref: ValueRef, shape: tuple[int, ...]) -> tuple[np.ndarray | None, str, bool]:
     """``value`` laid out as a blob of ``shape`` (ncnn's): (array, "", False), or (None, why
     not, wrong) where ``wrong`` says the blob cannot be right (its size differs from the
     value's) rather than merely not comparable."""
-    v = value
-    if ref.dims is not None:
-        if sorted(ref.dims) != list(range(v.ndim)):
-            return None, f"recorded layout {list(ref.dims)} does not fit PyTorch's {list(value.shape)}", False
-        v = v.transpose(ref.dims)
+    v = _permuted(value, ref)
+    if v is None:
+        return None, f"recorded layout {list(ref.dims)} does not fit PyTorch's {list(value.shape)}", False
     n = math.prod(shape)
     if v.size != n:
         b = ref.batch
@@ -54,12 +59,8 @@ def as_batch(value: np.ndarray, ref: ValueRef, shape: tuple[int, ...]) -> np.nda
     PyTorch's value of a blob that ncnn holds as a batch of several samples, to set it whole.
     None when the value has no batch of several samples along ``ref.batch``, or its samples do
     not lay out as ``shape``."""
-    v, b = value, ref.batch
-    if ref.dims is not None:
-        if sorted(ref.dims) != list(range(v.ndim)):
-            return None
-        v = v.transpose(ref.dims)
-    if b is None or not 0 <= b < v.ndim or v.shape[b] < 2 or v.size != v.shape[b] * math.prod(shape):
+    v, b = _permuted(value, ref), ref.batch
+    if v is None or b is None or not 0 <= b < v.ndim or v.shape[b] < 2 or v.size != v.shape[b] * math.prod(shape):
         return None
     if not ref.checked and _squeezed(np.take(v, 0, axis=b).shape) != _squeezed(shape):
         return None

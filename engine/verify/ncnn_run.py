@@ -126,9 +126,12 @@ class NcnnModel:
                 why = self._host.take_error() if self._host is not None else None
                 out[blob] = BlobFailure(ret, f"ncnn failed to compute {blob} (error {ret})" + (f": {why}" if why else ""))
             else:
-                a = np.array(mat)  # a copy: the Mat dies with the extractor
-                out[blob] = a.view(np.int32).astype(np.float32) if blob in self.int32_blobs else a
-                if batches is not None and getattr(mat, "n", 1) > 1:
-                    whole = np.array(mat.numpy(batch_index=0))
-                    batches[blob] = whole.view(np.int32).astype(np.float32) if blob in self.int32_blobs else whole
+                whole = batches is not None and getattr(mat, "n", 1) > 1
+                # a copy (the Mat dies with the extractor): the whole batch, samples first, or the first
+                a = np.array(mat.numpy(batch_index=0) if whole else mat)
+                if blob in self.int32_blobs:
+                    a = a.view(np.int32).astype(np.float32)
+                if whole:
+                    batches[blob], a = a, a[0]
+                out[blob] = a
         return out

@@ -118,6 +118,62 @@ INPUT_SHAPES = {"classification": lambda name: (1, 3, 299, 299) if name == "ince
                 "optical_flow": lambda name: (1, 3, 128, 128),
                 "segmentation": lambda name: (1, 3, 224, 224)}
 
+#: timm image classifiers, the smallest variant of (almost) every architecture module of timm
+#: 1.0.31 (none trained here: ``pretrained=False``); each runs at its own default input size
+TIMM_MODELS = (
+    "botnet26t_256", "halonet26t", "repvgg_a0", "gernet_s", "mobileone_s0", "cait_xxs24_224",
+    "coat_lite_mini", "coat_tiny", "convit_tiny", "convmixer_768_32", "convnext_atto", "crossvit_tiny_240",
+    "darknet17", "cspnext_tiny", "davit_tiny", "deit_tiny_patch16_224", "deit3_small_patch16_224", "dla34",
+    "dpn48b", "efficientformer_l1", "efficientformerv2_s0", "mixnet_s", "tinynet_e", "efficientvit_b0",
+    "efficientvit_m0", "eva02_tiny_patch14_224", "fasternet_t0", "fastvit_t8", "focalnet_tiny_srf",
+    "gcvit_xxtiny", "ghostnet_050", "ghostnetv2_100", "hardcorenas_a", "hgnetv2_b0", "hgnet_tiny",
+    "hiera_tiny_224", "hrnet_w18_small", "inception_next_atto", "inception_v4", "lcnetv2_small",
+    "lowformer_b0", "mambaout_femto", "coatnet_nano_rw_224", "maxvit_nano_rw_256", "poolformer_s12",
+    "caformer_s18", "convformer_s18", "gmlp_ti16_224", "resmlp_12_224", "mixer_s16_224", "lcnet_050",
+    "fbnetv3_b", "mobilenetv4_conv_small", "mobilenetv4_hybrid_medium", "mobilevit_xxs",
+    "mobilevitv2_050", "mvitv2_tiny", "nest_tiny", "nextvit_small", "nf_regnet_b0", "eca_nfnet_l0",
+    "pit_ti_224", "pvt_v2_b0", "rdnet_tiny", "regnetx_002", "regnetz_005", "repghostnet_050",
+    "repvit_m0_9", "res2net50_14w_8s", "resnest14d", "resnet10t", "seresnext26d_32x4d", "ecaresnet26t",
+    "resnetblur18", "resnetv2_50x1_bit", "rexnet_100", "selecsls42b", "sequencer2d_s", "shvit_s1",
+    "skresnet18", "starnet_s050", "swiftformer_xs", "swin_s3_tiny_224", "swinv2_tiny_window8_256",
+    "swinv2_cr_tiny_224", "tiny_vit_5m_224", "tnt_s_patch16_224", "tresnet_m", "twins_svt_small",
+    "twins_pcpvt_small", "visformer_tiny", "vit_tiny_patch16_224", "vit_tiny_r_s16_p8_224",
+    "vit_relpos_small_patch16_224", "samvit_base_patch16_224", "vitamin_small_224", "volo_d1_224",
+    "ese_vovnet19b_dw", "xception41", "xcit_nano_12_p16_224", "iformer_t", "efficientvim_m1",
+    "starnet_s1", "csatv2",
+)
+
+
+def _unhide_timm_init(model) -> None:
+    """timm's inits that would hide conversion errors: a parameter left all zero or all
+    near-zero by ``zero_init_last`` (a residual branch's last BatchNorm scale), a 1e-5 layer
+    scale (``gamma``, ``ls1``) — both make blocks identities — or a zero head, get random values:
+    U(0.5, 1) for a scale vector, N(0, 0.02) for a matrix. Biases stay as they are."""
+    import torch
+
+    with torch.no_grad():
+        for pname, p in model.named_parameters():
+            if pname.endswith("bias") or p.numel() == 0 or p.abs().max() > 1e-4:
+                continue
+            p.uniform_(0.5, 1.0) if p.dim() == 1 else p.normal_(0.0, 0.02)
+
+
+def _timm(name: str):
+    """``(model, x)``: timm model ``name``, seeded random weights with nothing left at an init
+    that hides errors, BatchNorm calibrated at its default input size, and a seeded input."""
+    import timm
+    import torch
+
+    torch.manual_seed(0)
+    model = timm.create_model(name, pretrained=False)
+    shape = (1, *model.pretrained_cfg["input_size"])
+    _unhide_timm_init(model)
+    make_numerics_meaningful(model)
+    calibrate_batchnorm(model, shape=shape, batch_size=2)
+    g = torch.Generator().manual_seed(1)
+    return model.eval(), torch.randn(*shape, generator=g)
+
+
 #: RAFT's refinement steps in the exported graph (torchvision's default, unrolled)
 FLOW_UPDATES = 12
 
@@ -159,7 +215,10 @@ def classifier(name: str, family: str = "classification"):
     meaningful numerics, calibrated BatchNorm, eval mode) and its seeded input: 1×3×224×224
     (299 for Inception-v3); video: a 1×3×16×112×112 clip (16×224×224 for S3D, MViT, Swin3D).
     ``optical_flow``: RAFT as :func:`_final_flow`, and ``x`` a tuple of two 1×3×128×128 images;
-    ``segmentation``: the model as :func:`_segment_map` (no auxiliary head), a 1×3×224×224 image."""
+    ``segmentation``: the model as :func:`_segment_map` (no auxiliary head), a 1×3×224×224 image;
+    ``timm``: a model of :data:`TIMM_MODELS`, built by :func:`_timm`."""
+    if family == "timm":
+        return _timm(name)
     import torch
     import torchvision
 

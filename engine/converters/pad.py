@@ -29,6 +29,10 @@ _TYPE = {"constant": PaddingType.CONSTANT, "replicate": PaddingType.REPLICATE, "
 
 
 def _pad(ctx, x, pad, mode: str, value: float = 0.0):
+    computed = [str(p) for p in pad if not isinstance(p, (int, np.integer))]
+    if computed:  # e.g. Swin's pad to a multiple of the window at a run-time image size
+        ctx.unsupported(f"padding by amounts computed at run time ({', '.join(computed)}): ncnn's Padding takes "
+                        "fixed amounts (export with a static size, or pad outside the model)")
     return ctx.emit("F.pad", [x], params={"pad": [int(p) for p in pad], "mode": mode,
                                           "value": float(value) if mode == "constant" else None})
 

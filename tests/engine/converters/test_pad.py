@@ -92,3 +92,26 @@ def test_circular_pad_is_refused(tmp_path):
     pt2 = export_pt2(Pad((1, 1, 1, 1), "circular"), [torch.randn(1, 3, 5, 5)], tmp_path / "m.pt2")
     result = convert(str(pt2))
     assert not result.ok
+
+
+class PadToMultiple(nn.Module):
+    """Swin's pad of a run-time size up to a multiple of its window."""
+
+    def forward(self, x):
+        return F.pad(x, (0, (7 - x.shape[-1] % 7) % 7)) * 2.0
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_pad_by_a_run_time_amount_is_refused_by_name(tmp_path, dialect):
+    """No ncnn layer pads by an amount it computes: the pad is reported as such, not a crash."""
+    from engine.convert import ConvertOptions, convert
+    from tests.harness import export_pt2
+
+    w = torch.export.Dim("w", min=8, max=64)
+    pt2 = export_pt2(PadToMultiple(), (torch.randn(1, 3, 9),), tmp_path / "m.pt2", dialect=dialect,
+                     dynamic_shapes=({2: w},))
+    result = convert(str(pt2), ConvertOptions())
+    assert not result.ok
+    (err,) = [d for d in result.errors if "pad" in d.op]
+    assert err.reason.startswith("unsupported: padding by amounts computed at run time"), err.reason
+    assert "failed" not in err.reason

@@ -426,6 +426,31 @@ def _any_all(fn: Callable):
         return fn(x, axis=axes, keepdims=bool(a.get("keepdim", False)))
     return fold
 
+def _batch_norm(a: Args) -> list[np.ndarray]:
+    """A batch norm of a constant, with its batch's statistics when ``training`` is set (or when
+    no running statistics are given: ``_native_batch_norm_legit.no_stats``), else the running
+    ones: ``[out, mean, 1 / sqrt(var + eps)]``, the outputs of the ``native_`` forms. NF-Nets
+    standardise their convolution weights so: a training-mode batch norm over the weight."""
+    x = a.array("input")
+    mean, var = a.get("running_mean"), a.get("running_var")
+    if a.get("training", False) or mean is None or var is None:
+        axes = tuple(d for d in range(x.ndim) if d != 1)
+        mean, var = x.mean(axis=axes, dtype=np.float64), x.var(axis=axes, dtype=np.float64)  # biased, as PyTorch
+    bcast = [1, -1] + [1] * (x.ndim - 2)
+    rstd = 1.0 / np.sqrt(np.asarray(var, np.float64) + float(a.get("eps", 1e-5)))
+    y = (x - np.reshape(mean, bcast)) * rstd.reshape(bcast)
+    weight, bias = a.get("weight"), a.get("bias")
+    if weight is not None:
+        y = y * np.reshape(weight, bcast)
+    if bias is not None:
+        y = y + np.reshape(bias, bcast)
+    return [y.astype(x.dtype), np.asarray(mean, x.dtype), rstd.astype(x.dtype)]
+
+
+#: batch norms of several outputs folded whole (:meth:`_Folder.fold_batch_norm`)
+BATCH_NORMS = {"aten.native_batch_norm.default", "aten._native_batch_norm_legit.default",
+               "aten._native_batch_norm_legit.no_stats", "aten._native_batch_norm_legit_no_training.default"}
+
 FOLDERS: dict[str, Callable[[Args], Any]] = {
     "aten.add.Tensor": _binary(np.add, alpha=True), "aten.add.Scalar": _binary(np.add, alpha=True),
     "aten.sub.Tensor": _binary(np.subtract, alpha=True), "aten.sub.Scalar": _binary(np.subtract, alpha=True),
@@ -522,6 +547,7 @@ FOLDERS: dict[str, Callable[[Args], Any]] = {
     "aten.cumsum.default": lambda a: np.cumsum(a.array("self"), axis=a["dim"]),
     "aten.cumprod.default": lambda a: np.cumprod(a.array("self"), axis=a["dim"]),
     "aten.diff.default": _diff,
+    "aten.batch_norm.default": lambda a: _batch_norm(a)[0],
     "aten.__and__.Tensor": _logical(np.bitwise_and), "aten.__and__.Scalar": _logical(np.bitwise_and),
     "aten.__or__.Tensor": _logical(np.bitwise_or), "aten.__or__.Scalar": _logical(np.bitwise_or),
     "aten.__xor__.Tensor": _logical(np.bitwise_xor), "aten.__xor__.Scalar": _logical(np.bitwise_xor),
@@ -624,6 +650,8 @@ class _Folder:
             return self.fold_split(op)
         if is_aten(op) and op.type in MESHGRIDS:
             return self.fold_meshgrid(op)
+        if is_aten(op) and op.type in BATCH_NORMS:
+            return self.fold_batch_norm(op)
         if not is_aten(op) or len(op.outputs) != 1 or not op.outputs[0].consumers:
             return False
         out = op.outputs[0]
@@ -781,6 +809,12 @@ class _Folder:
         indexing = op.params.get("indexing", "ij")
         return self._fold_outputs(op, lambda: np.meshgrid(*[np.asarray(self.const(i)) for i in op.inputs],
                                                           indexing=indexing))
+
+    def fold_batch_norm(self, op: Operator) -> bool:
+        """A batch norm of constants with its statistics as outputs (:func:`_batch_norm`)."""
+        if not op.inputs or not all(self.is_const(i) for i in op.inputs):
+            return False
+        return self._fold_outputs(op, lambda: _batch_norm(Args(op, self.const))[:len(op.outputs)])
 
     def _fold_outputs(self, op: Operator, compute: Callable[[], list[np.ndarray]]) -> bool:
         """Replace multi-output ``op`` by one ``pnnx.Attribute`` per output, from ``compute()``."""

@@ -335,3 +335,28 @@ def test_late_fold_keeps_the_fold_budget(tmp_path):
     assert not r.ok
     reasons = [d.reason for d in r.errors]
     assert any("gather" in x and "over the fold budget (500,000)" in x for x in reasons), reasons
+
+
+class StandardizedConv(torch.nn.Module):
+    """timm's ScaledStdConv2d (NF-Nets): the weight standardised per output channel by a
+    training-mode batch norm over the weight itself, scaled by a learnt gain."""
+
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.randn(6, 3, 3, 3))
+        self.gain = torch.nn.Parameter(torch.rand(6, 1, 1, 1) + 0.5)
+
+    def forward(self, x):
+        w = torch.nn.functional.batch_norm(self.weight.reshape(1, 6, -1), None, None,
+                                           weight=(self.gain * 27 ** -0.5).view(-1), training=True, momentum=0.0,
+                                           eps=1e-6).reshape_as(self.weight)
+        return torch.nn.functional.conv2d(x, w, padding=1)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_training_mode_batch_norm_of_a_weight_folds(tmp_path, dialect):
+    """Its batch statistics are the weight's: constant, folded (training dialect: batch_norm;
+    core: _native_batch_norm_legit.no_stats and its statistics outputs), one Convolution left."""
+    torch.manual_seed(0)
+    checked = check_module(StandardizedConv(), [torch.randn(1, 3, 8, 8)], tmp_path, dialect=dialect, tol=1e-5)
+    assert [op.type for op in checked.result.ncnn.ops] == ["Input", "Convolution"]

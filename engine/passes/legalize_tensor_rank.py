@@ -23,7 +23,9 @@ it on a ≤4-D *physical* tensor holding the same data in the same row-major ord
   inputs (``(1, 64, 3, 49, 49) + (1, 64, 1, 49, 49)`` is ``(64, 3, 2401) + (64, 1, 2401)``);
   constants are reshaped in place;
 * ``torch.cat``, ``F.softmax``/``F.log_softmax`` and reductions view their tensor as
-  ``(before, dim(s), after)``; unary activations run on the physical tensor as it is.
+  ``(before, dim(s), after)``; unary activations run on the physical tensor as it is, and
+  ``nn.Linear`` (or ``torch.matmul`` by a matrix) on its ``(rows, features)`` view (Twins-SVT's
+  qkv projection of its 6-D windows).
 
 First, every chain of reshapes and permutes (≤4-D at both ends, inner results read once) that
 holds a high-rank tensor or more than one permute is replaced by the fewest steps for the whole
@@ -92,11 +94,12 @@ class _Rewriter:
 
     # ------------------------------------------------------------------ emission
     def emit(self, type_: str, inputs: Sequence[Operand], shape: Sequence[int], params: dict | None = None,
-             dtype: str | None = None, suffix: str = "") -> Operand:
+             dtype: str | None = None, suffix: str = "", attrs: dict | None = None) -> Operand:
         src = self.at
         name = self.graph.unique_op_name(f"{src.name}_r{suffix}")
         out = self.graph.new_operand(name, dtype=dtype or src.outputs[0].dtype, shape=list(shape))
-        op = self.graph.add_op(type_, name, list(inputs), [out], params=params, provenance=src.provenance, before=src)
+        op = self.graph.add_op(type_, name, list(inputs), [out], params=params, attrs=attrs, provenance=src.provenance,
+                               before=src)
         op.meta.update({k: src.meta[k] for k in _META if k in src.meta})
         op.meta["legalized_rank"] = True
         self.created.append(op)
@@ -205,6 +208,8 @@ class _Rewriter:
             return self.do_reduce
         if t in _UNARY:
             return self.do_unary
+        if t in ("nn.Linear", "torch.matmul"):
+            return self.do_linear
         return None
 
     def do_reshape(self, op: Operator) -> None:
@@ -213,6 +218,31 @@ class _Rewriter:
     def do_unary(self, op: Operator) -> None:
         src = self.source(op.inputs[0])
         self.result(op, 0, self.emit(op.type, [src], src.shape, dict(op.params)))
+
+    def do_linear(self, op: Operator) -> None:
+        """A linear layer, or a product with a constant-shaped weight, reads its input's last dim
+        alone: on the rows of a 2-D view (core ATen spells Twins' Linear as a matmul with the
+        weight); a weight with a batch dim (per head) on a ``(rest, heads, M, K)`` view."""
+        x, out = op.inputs[0], op.outputs[0]
+        weights = list(op.inputs[1:])
+        if op.type == "nn.Linear":
+            if weights:
+                raise _Skip("weights computed in the graph")
+            heads = []
+        else:
+            w = weights[0] if len(weights) == 1 else None
+            if w is None or _is_high(w) or len(w.shape) not in (2, 3) or len(x.shape) < len(w.shape):
+                raise _Skip("not a product with a weight of at most one batch dim")
+            heads = list(w.shape[:-2])
+            if heads and x.shape[-3] != heads[0]:
+                raise _Skip("the weight's batch dim is not the input's last")
+        if heads:
+            view = [math.prod(x.shape[:-3]), heads[0], x.shape[-2], x.shape[-1]]
+        else:
+            view = [math.prod(x.shape[:-1]), x.shape[-1]]
+        shape = view[:-1] + [out.shape[-1]]
+        y = self.emit(op.type, [self.view(x, view), *weights], shape, dict(op.params), attrs=dict(op.attrs) or None)
+        self.result(op, 0, y)
 
     def do_permute(self, op: Operator) -> None:
         x = op.inputs[0]

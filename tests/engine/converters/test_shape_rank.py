@@ -147,3 +147,47 @@ def test_mobilevit_unfold_fold(tmp_path, dialect):
         return t.reshape(b, c, n_h * p, n_w * p)
 
     check_module(Fn(f), [torch.randn(1, 5, 4, 6)], tmp_path, dialect=dialect)
+
+
+class LocallyGroupedAttention(torch.nn.Module):
+    """Twins-SVT's window attention: its qkv Linear reads the 6-D windows
+    ``(B, H/ws, W/ws, ws, ws, C)`` whole, then a 6-D head split."""
+
+    def __init__(self, dim=16, heads=2, ws=4):
+        super().__init__()
+        self.qkv, self.proj, self.heads, self.ws = torch.nn.Linear(dim, 3 * dim), torch.nn.Linear(dim, dim), heads, ws
+
+    def forward(self, x):
+        b, h, w, c = x.shape
+        ws, hh, ww = self.ws, h // self.ws, w // self.ws
+        x = x.reshape(b, hh, ws, ww, ws, c).transpose(2, 3)
+        qkv = self.qkv(x).reshape(b, hh * ww, ws * ws, 3, self.heads, c // self.heads).permute(3, 0, 1, 4, 2, 5)
+        q, k, v = qkv.unbind(0)
+        x = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+        x = x.transpose(2, 3).reshape(b, hh, ww, ws, ws, c).transpose(2, 3).reshape(b, h, w, c)
+        return self.proj(x)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_linear_of_6d_windows(tmp_path, dialect):
+    torch.manual_seed(0)
+    check_module(LocallyGroupedAttention(), [torch.randn(1, 8, 12, 16)], tmp_path, dialect=dialect, tol=1e-5)
+
+
+class PerHeadWeights(torch.nn.Module):
+    """A 5-D product with a small per-head weight broadcast over the leading dims: core ATen
+    flattens it into one bmm whose weight constant folding makes a (24, K, N) constant."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(4, 16, 8))
+
+    def forward(self, x):
+        return (torch.matmul(x.reshape(1, 2, 3, 4, 4, 16), self.w) * 2.0).reshape(1, 6, 16, 8)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_matmul_with_a_broadcast_batched_weight(tmp_path, dialect):
+    """The bmm's folded weight is not one matrix: the product keeps its per-head weights."""
+    torch.manual_seed(0)
+    check_module(PerHeadWeights(), [torch.randn(1, 6, 16, 16)], tmp_path, dialect=dialect, tol=1e-5)

@@ -123,7 +123,23 @@ def one(name: str, dialect: str, work: Path, family: str = "classification") -> 
     err = float(np.abs(np.asarray(got, np.float64).reshape(want.shape) - want).max() / max(np.abs(want).max(), 1e-6))
     rec["rel_err"] = err
     rec["status"] = "match" if err <= TOL else "mismatch"
+    if err > TOL:  # how ill-conditioned the model is: PyTorch's own float32 against float64
+        rec["detail"] = f"PyTorch's float32 output is {_fp64_error(name, family, want):.1e} from float64"
     return rec
+
+
+def _fp64_error(name: str, family: str, want) -> float:
+    """Relative error of PyTorch's float32 output ``want`` against the same model in float64."""
+    import numpy as np
+    import torch
+
+    from tests.benchmarks.convert_zoo import classifier
+
+    model, x = classifier(name, family)
+    inputs = x if isinstance(x, tuple) else (x,)
+    with torch.no_grad():
+        ref = model.double()(*(t.double() for t in inputs)).numpy()
+    return float(np.abs(want - ref).max() / max(np.abs(ref).max(), 1e-12))
 
 
 def run_children(script: Path, names: list[str], extra: list[str], timeout: int, row) -> list[dict]:

@@ -37,3 +37,12 @@ def test_unfold_matches_pytorch_in_ncnn(case, dialect, tmp_path):
                            forbid_types=("Gather", "Embed"))  # views only, no lookup
     assert max(checked.errors) <= 1e-6
 
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_unfold_beside_a_run_time_length(dialect, tmp_path):
+    """Windows along a static dim of a tensor whose other dim is dynamic: its views keep it as -1."""
+    torch.manual_seed(1)
+    t = torch.export.Dim("t", min=4, max=64)
+    check_module(Fn(lambda x: x.unfold(1, 3, 2).sum(-1) * 2.0), (torch.randn(1, 9, 10),), tmp_path, dialect=dialect,
+                 dynamic_shapes=(({2: t},),), run_inputs=(torch.randn(1, 9, 17),), tol=1e-6)

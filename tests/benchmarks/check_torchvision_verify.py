@@ -126,7 +126,7 @@ def _row(r: dict) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--models", default="", help="comma-separated names (default: all models of the family)")
-    ap.add_argument("--family", choices=("classification", "optical_flow", "segmentation"), default="classification")
+    ap.add_argument("--family", choices=("classification", "optical_flow", "segmentation", "timm"), default="classification")
     ap.add_argument("--one", help=argparse.SUPPRESS)
     ap.add_argument("--work", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--timeout", type=int, default=1800, help="seconds per model")

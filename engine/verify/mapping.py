@@ -170,10 +170,23 @@ class _AtenIndex:
                 return False  # reaches back past the layer's inputs
             if n not in allowed and n in assigned and op.type not in DATA_MOVEMENT:
                 return False  # another layer's computation
-            for i in op.inputs:
+            for i in _read(op):
                 if _is_tensor(i) and i.name not in frontier:
                     stack.append(self.producer.get(i.name))
         return True
+
+
+def _read(op: Operator) -> list[Operand]:
+    """The inputs whose values ``op``'s result holds: all of them, but for a copy into a tensor of
+    the source's own shape, which holds the source's values alone (MViTv2 writes its attention
+    with the relative positions added back into it: ``attn.copy_(view)``)."""
+    if op.type in _COPIES and len(op.inputs) >= 2 and op.inputs[0].shape is not None \
+            and _same_shape(op.inputs[0].shape, op.inputs[1].shape):
+        return [op.inputs[1]]
+    return list(op.inputs)
+
+
+_COPIES = ("aten.copy_.default", "aten.copy.default")
 
 
 def _downstream_layers(opd: Operand) -> list[Operator]:

@@ -193,6 +193,25 @@ class TwoViews(nn.Module):
         return (fa * fb).sum(1, keepdim=True)
 
 
+class Overwritten(nn.Module):
+    """MViTv2's attention: the scores written over whole by themselves plus a bias added in a
+    5-D view (``attn[:, 0:, 0:] = ...``, exported as ``attn.copy_(view)``), then a softmax and a
+    deep stack (``depth`` blocks of linear and tanh, two ncnn layers each, one ReLU, ATen node
+    ``relu``, before the last two blocks) — more than 64 layers after the copy."""
+
+    def __init__(self, depth: int = 40):
+        super().__init__()
+        self.q = nn.Linear(8, 8)
+        blocks = [nn.Sequential(nn.Linear(16, 16), nn.Tanh()) for _ in range(depth)]
+        self.body = nn.Sequential(*blocks[:-2], nn.ReLU(), *blocks[-2:])
+
+    def forward(self, x):
+        q = self.q(x)
+        attn = q @ q.transpose(-1, -2)
+        attn[:, 0:, 0:] = (attn.view(1, 4, 4, 4, 4) + 0.5).view(1, 16, 16)
+        return self.body(attn.softmax(-1))
+
+
 class Clamped(nn.Module):
     """conv → relu → clamp below -100: whatever the relu computes, the output is -100."""
 

@@ -19,8 +19,8 @@ from engine.verify import VerifyOptions, verify  # noqa: E402
 from engine.verify.layout import as_blob  # noqa: E402
 from engine.verify.mapping import ValueRef  # noqa: E402
 from engine.verify.result import DIVERGENT, INHERITED, NOT_COMPARED, OK  # noqa: E402
-from tests.engine.verify.models import (BatchInside, ChannelsLastMLP, Clamped, QKVAttention, TwoViews,  # noqa: E402
-                                        export, relu_as_sigmoid, write_plugin)
+from tests.engine.verify.models import (BatchInside, ChannelsLastMLP, Clamped, Overwritten,  # noqa: E402
+                                        QKVAttention, TwoViews, export, relu_as_sigmoid, write_plugin)
 
 FP32 = VerifyOptions(fp16=False)
 
@@ -240,3 +240,28 @@ def test_user_files_of_a_batch_of_two_verify_like_the_conversion(tmp_path):
     _clean(r)
     assert "cat" in {b.blob for x in r.layers for b in x.blobs if not b.compared}
 
+
+
+def _overwritten(tmp_path):
+    torch.manual_seed(0)
+    return export(Overwritten(40), [torch.randn(1, 16, 8)], tmp_path / "overwritten.pt2")
+
+
+def test_layers_after_a_whole_copy_into_a_tensor_are_compared(tmp_path):
+    """MViTv2 writes its attention scores back into themselves (``attn.copy_(view)``): the copy
+    holds the view's values alone. Every layer after it used to be left uncompared ("does not
+    compute ... from its inputs": the scores seemed to come from before the layer's inputs too),
+    and a broken layer there went unseen or another was blamed."""
+    r = verify(_overwritten(tmp_path), FP32)
+    _clean(r)
+    body = [x for x in r.layers if x.type in ("Gemm", "TanH", "ReLU", "Softmax")]
+    assert len(body) > 80 and all(x.status != NOT_COMPARED for x in body), \
+        [(x.layer, x.note) for x in body if x.status == NOT_COMPARED][:3]
+
+
+def test_a_broken_layer_after_a_whole_copy_is_blamed(tmp_path):
+    plugin = write_plugin(tmp_path / "broken.py", relu_as_sigmoid("relu"))
+    r = verify(_overwritten(tmp_path), VerifyOptions(fp16=False, converters=[plugin]))
+    fd = r.first_divergent
+    assert fd is not None and fd.aten_nodes == ["relu"] and fd.type == "Sigmoid", (fd and fd.layer)
+    assert [x.layer for x in r.layers if x.blamed] == [fd.layer]

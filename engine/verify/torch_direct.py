@@ -177,6 +177,8 @@ class _Program:
 
     def _bind(self, node: S.Node, result) -> None:
         outs = node.outputs
+        if not outs:  # an op run for its check alone (``_assert_tensor_metadata``): nothing to bind
+            return
         if len(outs) == 1 and outs[0].tag not in ("as_tensors", "as_optional_tensors"):
             pairs = [(outs[0], result)]
         elif len(outs) == 1:

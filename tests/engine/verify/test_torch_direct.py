@@ -54,3 +54,26 @@ def test_a_higher_order_op_goes_through_torch_export_load(tmp_path):
     assert tv.runner == "torch.export.load"
     want = M()(torch.from_numpy(choose_inputs(ep).arrays[0])).numpy()
     np.testing.assert_array_equal(tv.values[tv.outputs[0]], want)
+
+
+class Casts(torch.nn.Module):
+    """``.to(dtype)`` — in the training dialect each cast comes with an
+    ``_assert_tensor_metadata`` node, an op of no output (Hugging Face models cast everywhere)."""
+
+    def forward(self, x):
+        return (x.to(torch.float32) * 2).to(torch.float16).to(torch.float32) + 1
+
+
+def test_direct_run_of_a_program_with_metadata_asserts(tmp_path):
+    """Such a node has nothing to bind; it made the direct run refuse the whole program, and the
+    fallback, torch.export.load, cannot load a Hugging Face model's package (its output class is
+    not registered with pytree in a fresh process): verify failed on GPT-2, LLaMA, T5..."""
+    path = export(Casts().eval(), [torch.randn(2, 3)], tmp_path / "casts.pt2")
+    ep = load(path).model
+    assert any(n.target.endswith("aten._assert_tensor_metadata.default") for n in ep.nodes)
+    inputs = choose_inputs(ep)
+    tv = run_torch(path, ep, inputs)
+    assert tv.runner == "direct"
+    want = Casts()(torch.from_numpy(inputs.arrays[0])).numpy()
+    np.testing.assert_array_equal(tv.values[tv.outputs[0]], want)
+    _same_values(path)

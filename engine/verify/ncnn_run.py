@@ -43,16 +43,34 @@ _BIT_MOVES = ("Split", "Reshape", "Crop", "Permute", "Flatten")
 
 def int32_input_blobs(graph) -> set[str]:
     """The blobs that hold int32 token ids: the outputs of the ``Input`` layers the
-    ``mark_integer_inputs`` pass marked ``meta["ncnn_dtype"] = "int32"``, and of the layers
+    ``mark_integer_inputs`` pass marked ``meta["ncnn_dtype"] = "int32"`` — or, in files read back
+    (no such mark), whose ids reach an ``Embed`` layer, which reads int32 — and of the layers
     that only move their bits on (``Split``, ``Reshape``...). They are fed as int32, also when
     Verify feeds one to a layer run alone, and read back as integers."""
     out: set[str] = set()
-    frontier = [o for op in graph.ops_of_type("Input") if op.meta.get("ncnn_dtype") == "int32" for o in op.outputs]
+    frontier = [o for op in graph.ops_of_type("Input") for o in op.outputs
+                if op.meta.get("ncnn_dtype") == "int32" or _reaches_embed(o)]
     while frontier:
         blob = frontier.pop()
         out.add(blob.name)
         frontier += [o for r in blob.consumers if r.type in _BIT_MOVES for o in r.outputs]
     return out
+
+
+def _reaches_embed(blob) -> bool:
+    """Whether ``blob``, through layers that only move bits, is read by an ``Embed`` layer."""
+    stack, seen = [blob], set()
+    while stack:
+        b = stack.pop()
+        if b.name in seen:
+            continue
+        seen.add(b.name)
+        for r in b.consumers:
+            if r.type == "Embed":
+                return True
+            if r.type in _BIT_MOVES:
+                stack += r.outputs
+    return False
 
 
 def _mat(ncnn, arr: np.ndarray, int32: bool = False, batch: bool = False):

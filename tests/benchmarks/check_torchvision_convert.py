@@ -43,7 +43,8 @@ TOL = 1e-3
 FAMILIES = {"classification": ("models", "classification model"), "video": ("models.video", "video classification model"),
             "optical_flow": ("models.optical_flow", "optical flow model"),
             "segmentation": ("models.segmentation", "semantic segmentation model"),
-            "timm": ("", "timm image classifier")}
+            "timm": ("", "timm image classifier"),
+            "transformers": ("", "Hugging Face model")}  # verify only: check_transformers_convert converts them
 
 
 def family_models(family: str, models: str = "") -> list[str]:
@@ -53,6 +54,9 @@ def family_models(family: str, models: str = "") -> list[str]:
     if family == "timm":
         from tests.benchmarks.convert_zoo import TIMM_MODELS
         return list(TIMM_MODELS)
+    if family == "transformers":  # each family, and with an attention mask where it takes one
+        from tests.benchmarks.transformers_zoo import FAMILIES as HF
+        return [n for f, (_, masked) in HF.items() for n in ([f, f"{f}+mask"] if masked else [f])]
     import importlib
 
     import torchvision
@@ -62,9 +66,9 @@ def family_models(family: str, models: str = "") -> list[str]:
 
 def family_versions(family: str) -> str:
     """The model library's version, for a results page."""
-    if family == "timm":
-        import timm
-        return f"timm {timm.__version__}"
+    if family in ("timm", "transformers"):
+        lib = __import__(family)
+        return f"{family} {lib.__version__}"
     import torchvision
 
     return f"torchvision {torchvision.__version__}"
@@ -78,6 +82,8 @@ def export_model(name: str, dialect: str, work: Path, family: str = "classificat
 
     from tests.benchmarks.convert_zoo import classifier
 
+    if family == "transformers":
+        return _export_transformers(name, dialect, work)
     model, x = classifier(name, family)
     inputs = x if isinstance(x, tuple) else (x,)
     with torch.no_grad():
@@ -89,6 +95,24 @@ def export_model(name: str, dialect: str, work: Path, family: str = "classificat
     torch.export.save(ep, str(path))
     del model, ep
     return path, inputs, want
+
+
+def _export_transformers(name: str, dialect: str, work: Path):
+    """A ``transformers_zoo`` family (``<family>+mask``: with its attention mask), static, saved
+    as ``work/<name>.pt2``: (path, inputs, None — the verify check needs no output here)."""
+    import torch
+
+    from tests.benchmarks.transformers_zoo import FAMILIES as HF
+
+    family, _, mask = name.partition("+")
+    case = HF[family][0](bool(mask))
+    case.model.eval()
+    ep = torch.export.export(case.model, (), dict(case.inputs), strict=False)
+    if dialect == "core":
+        ep = ep.run_decompositions()
+    path = work / f"{name}.pt2"
+    torch.export.save(ep, str(path))
+    return path, tuple(case.inputs.values()), None
 
 
 def one(name: str, dialect: str, work: Path, family: str = "classification") -> dict:
@@ -186,7 +210,7 @@ def _row(r: dict) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--models", default="", help="comma-separated names (default: all models of the family)")
-    ap.add_argument("--family", choices=tuple(FAMILIES), default="classification")
+    ap.add_argument("--family", choices=tuple(f for f in FAMILIES if f != "transformers"), default="classification")
     ap.add_argument("--dialect", choices=("training", "core"), default="training")
     ap.add_argument("--one", help=argparse.SUPPRESS)
     ap.add_argument("--work", default=None, help=argparse.SUPPRESS)

@@ -212,6 +212,20 @@ class Overwritten(nn.Module):
         return self.body(attn.softmax(-1))
 
 
+class TokenEncoder(nn.Module):
+    """A text encoder in small: token ids (an int64 input, fed to ncnn as int32) through an
+    embedding, then linear / GELU blocks (ATen node ``gelu`` the second's)."""
+
+    def __init__(self, vocab: int = 50, width: int = 16):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, width)
+        self.body = nn.Sequential(nn.Linear(width, width), nn.GELU(), nn.Linear(width, width), nn.GELU(),
+                                  nn.Linear(width, width))
+
+    def forward(self, ids):
+        return self.body(self.embed(ids))
+
+
 class Clamped(nn.Module):
     """conv → relu → clamp below -100: whatever the relu computes, the output is -100."""
 

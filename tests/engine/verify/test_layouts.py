@@ -20,7 +20,8 @@ from engine.verify.layout import as_blob  # noqa: E402
 from engine.verify.mapping import ValueRef  # noqa: E402
 from engine.verify.result import DIVERGENT, INHERITED, NOT_COMPARED, OK  # noqa: E402
 from tests.engine.verify.models import (BatchInside, ChannelsLastMLP, Clamped, Overwritten,  # noqa: E402
-                                        QKVAttention, TwoViews, export, relu_as_sigmoid, write_plugin)
+                                        QKVAttention, TokenEncoder, TwoViews, export, relu_as_sigmoid,
+                                        write_plugin)
 
 FP32 = VerifyOptions(fp16=False)
 
@@ -265,3 +266,18 @@ def test_a_broken_layer_after_a_whole_copy_is_blamed(tmp_path):
     fd = r.first_divergent
     assert fd is not None and fd.aten_nodes == ["relu"] and fd.type == "Sigmoid", (fd and fd.layer)
     assert [x.layer for x in r.layers if x.blamed] == [fd.layer]
+
+
+def test_user_files_of_a_text_model_feed_its_token_ids_as_int32(tmp_path):
+    """Files read back carry no mark of which input holds token ids: one whose ids reach an
+    ``Embed`` layer is fed as int32, as the conversion's own check feeds it. Fed as floats, the
+    ids were garbage to ``Embed``, which verify blamed on correct files (every Hugging Face
+    text model)."""
+    torch.manual_seed(0)
+    pt2 = export(TokenEncoder(), [torch.randint(0, 50, (1, 7))], tmp_path / "tokens.pt2")
+    param, bin_ = _ncnn_files(pt2, tmp_path)
+    _clean(verify(pt2, VerifyOptions(fp16=False, ncnn_param=param, ncnn_bin=bin_)))
+    broken = _edited(param, tmp_path, r"^GELU   (\s+gelu_1\s)", r"Sigmoid\1")
+    r = verify(pt2, VerifyOptions(fp16=False, ncnn_param=broken, ncnn_bin=bin_))
+    fd = r.first_divergent
+    assert fd is not None and fd.layer == "gelu_1", (fd and fd.layer)

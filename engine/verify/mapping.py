@@ -40,7 +40,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import replace
-from typing import Callable
+from typing import Callable, Collection
 
 from ..convert.shapes import batch_dim
 from ..ir import Graph, Operand, Operator
@@ -150,9 +150,11 @@ class _AtenIndex:
                 out.extend(v for v in self.tensor_outputs(n) if self.users.get(v))
         return out
 
-    def computed_from(self, value: str, frontier: set[str], allowed: set[str], assigned: set[str]) -> bool:
+    def computed_from(self, value: str, frontier: set[str], allowed: set[str], assigned: set[str],
+                      constant: Collection[str] = ()) -> bool:
         """Whether ``value`` is computed from the ``frontier`` values by ``allowed`` nodes, nodes
-        no layer claims, data movement and constants only."""
+        no layer claims, data movement and constants only — ``constant``: nodes the conversion
+        made constants of (a ``MemoryData`` layer), whatever PyTorch computes them from."""
         if value in frontier:
             return True
         fronts = [self.order[self.producer[f]] for f in frontier if f in self.producer]
@@ -162,7 +164,7 @@ class _AtenIndex:
             n = stack.pop()
             if n is None:
                 return False
-            if n in seen or n not in self.dynamic:
+            if n in seen or n not in self.dynamic or n in constant:
                 continue
             seen.add(n)
             op = self.ops[n]
@@ -179,14 +181,19 @@ class _AtenIndex:
 def _read(op: Operator) -> list[Operand]:
     """The inputs whose values ``op``'s result holds: all of them, but for a copy into a tensor of
     the source's own shape, which holds the source's values alone (MViTv2 writes its attention
-    with the relative positions added back into it: ``attn.copy_(view)``)."""
+    with the relative positions added back into it: ``attn.copy_(view)``), and for the ``*_as``
+    ops, whose ``other`` lends only its dtype or shape (RoBERTa's position ids:
+    ``cumsum(mask).type_as(mask)``)."""
     if op.type in _COPIES and len(op.inputs) >= 2 and op.inputs[0].shape is not None \
             and _same_shape(op.inputs[0].shape, op.inputs[1].shape):
         return [op.inputs[1]]
+    if op.type in _SELF_ONLY and op.inputs:
+        return [op.inputs[0]]
     return list(op.inputs)
 
 
 _COPIES = ("aten.copy_.default", "aten.copy.default")
+_SELF_ONLY = ("aten.type_as.default", "aten.expand_as.default", "aten.view_as.default", "aten.reshape_as.default")
 
 
 def _downstream_layers(opd: Operand) -> list[Operator]:
@@ -273,15 +280,18 @@ class _Mapper:
         if ref is not None:
             self.refs[opd.name] = ref
 
-    def region(self, op: Operator) -> tuple[set[str], set[str]] | None:
-        """(values the layer's computation starts from, ATen nodes it may use): through inputs
-        without a counterpart to the layers producing them. None past :data:`MAX_REGION`."""
+    def region(self, op: Operator) -> tuple[set[str], set[str], set[str]] | None:
+        """(values the layer's computation starts from, ATen nodes it may use, nodes of those
+        made constants): through inputs without a counterpart to the layers producing them. None
+        past :data:`MAX_REGION`."""
         found = sources(op, lambda b: b.name in self.refs)
         if found is None:
             return None
         blobs, layers = found
         allowed = set(op.provenance.nodes).union(*(p.provenance.nodes for p in layers))
-        return {self.refs[b.name].value for b in blobs}, allowed
+        # RoBERTa's token types, a gather of a zero buffer by position: a MemoryData of zeros
+        constant = set().union(*(p.provenance.nodes for p in layers if not p.inputs))
+        return {self.refs[b.name].value for b in blobs}, allowed, constant
 
     def layer(self, op: Operator) -> None:
         idx = self.idx
@@ -312,7 +322,7 @@ class _Mapper:
                 continue
             if nodes:
                 region = region or self.region(op)
-                if region is None or not idx.computed_from(value, region[0], region[1], self.assigned):
+                if region is None or not idx.computed_from(value, *region[:2], self.assigned, region[2]):
                     self.unmapped[o.name] = (f"holds no value of PyTorch's program: the layer does not compute "
                                              f"{value} from its inputs (moved or re-laid out by a pass)")
                     continue

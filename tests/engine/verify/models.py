@@ -226,6 +226,28 @@ class TokenEncoder(nn.Module):
         return self.body(self.embed(ids))
 
 
+class PositionsFromPadding(nn.Module):
+    """RoBERTa's embeddings in small: position ids counted over the non-padding tokens
+    (``cumsum(mask).type_as(mask) * mask + pad``), token types gathered by position from a zero
+    buffer (the conversion makes them a constant), the three embeddings summed, then linear / GELU
+    blocks."""
+
+    def __init__(self, vocab: int = 50, width: int = 16, pad: int = 1):
+        super().__init__()
+        self.pad = pad
+        self.words, self.positions, self.types = nn.Embedding(vocab, width), nn.Embedding(64, width), \
+            nn.Embedding(2, width)
+        self.register_buffer("type_ids", torch.zeros(1, 64, dtype=torch.long))
+        self.body = nn.Sequential(nn.Linear(width, width), nn.GELU(), nn.Linear(width, width), nn.GELU(),
+                                  nn.Linear(width, width))
+
+    def forward(self, ids):
+        mask = ids.ne(self.pad).int()
+        pos = (torch.cumsum(mask, dim=1).type_as(mask) * mask).long() + self.pad
+        types = torch.gather(self.type_ids.expand(ids.shape[0], -1), 1, pos)
+        return self.body(self.words(ids) + self.positions(pos) + self.types(types))
+
+
 class Clamped(nn.Module):
     """conv → relu → clamp below -100: whatever the relu computes, the output is -100."""
 

@@ -20,7 +20,7 @@ from engine.verify.layout import as_blob  # noqa: E402
 from engine.verify.mapping import ValueRef  # noqa: E402
 from engine.verify.result import DIVERGENT, INHERITED, NOT_COMPARED, OK  # noqa: E402
 from tests.engine.verify.models import (BatchInside, ChannelsLastMLP, Clamped, Overwritten,  # noqa: E402
-                                        QKVAttention, TokenEncoder, TwoViews, export, relu_as_sigmoid,
+                                        PositionsFromPadding, QKVAttention, TokenEncoder, TwoViews, export, relu_as_sigmoid,
                                         write_plugin)
 
 FP32 = VerifyOptions(fp16=False)
@@ -281,3 +281,17 @@ def test_user_files_of_a_text_model_feed_its_token_ids_as_int32(tmp_path):
     r = verify(pt2, VerifyOptions(fp16=False, ncnn_param=broken, ncnn_bin=bin_))
     fd = r.first_divergent
     assert fd is not None and fd.layer == "gelu_1", (fd and fd.layer)
+
+
+def test_layers_after_positions_counted_from_padding_are_compared(tmp_path):
+    """RoBERTa-style position ids: ``type_as(mask)`` lends only its dtype (the walk back went
+    through the mask to the model input), and the token types, a gather by position the
+    conversion made a constant, come from no input. Every layer after them was left uncompared
+    (RoBERTa: 10 of 55)."""
+    torch.manual_seed(0)
+    ids = torch.tensor([[0, 5, 9, 13, 7, 1, 1]])
+    r = verify(export(PositionsFromPadding(), [ids], tmp_path / "positions.pt2"), FP32)
+    _clean(r)
+    body = [x for x in r.layers if x.type in ("Gemm", "GELU", "InnerProduct")]
+    assert len(body) >= 5 and all(x.status != NOT_COMPARED for x in body), \
+        [(x.layer, x.note) for x in body if x.status == NOT_COMPARED]

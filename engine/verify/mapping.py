@@ -178,6 +178,14 @@ class _AtenIndex:
         return True
 
 
+def _sole_output(terminals: list[str], idx: "_AtenIndex") -> bool:
+    """Whether the last of ``terminals`` is the only one its node computes: a layer named after
+    none of the values of a node of several outputs (the values and the indices of a ``topk``
+    written out by a pass) holds one of them, and which one is not known."""
+    node = idx.producer.get(terminals[-1])
+    return sum(idx.producer.get(t) == node for t in terminals) == 1
+
+
 def _read(op: Operator) -> list[Operand]:
     """The inputs whose values ``op``'s result holds: all of them, but for a copy into a tensor of
     the source's own shape, which holds the source's values alone (MViTv2 writes its attention
@@ -308,7 +316,7 @@ class _Mapper:
             else:
                 value = _named_terminal(o.name, terminals)
                 how = "name" if value == o.name else "provenance"
-            if value is None and len(op.outputs) == 1 and terminals:
+            if value is None and len(op.outputs) == 1 and terminals and _sole_output(terminals, idx):
                 value = terminals[-1]
             if value is None and not nodes and o.name in idx.producer:
                 value, how = o.name, "name"  # no provenance (a hand-built graph): the name alone

@@ -248,6 +248,22 @@ class PositionsFromPadding(nn.Module):
         return self.body(self.words(ids) + self.positions(pos) + self.types(types))
 
 
+class Router(nn.Module):
+    """A mixture-of-experts router in small: softmax scores, ``topk(2)`` (written out by a pass:
+    values and indices each a ``cat`` named after neither), renormalised weights, the experts'
+    outputs gathered by index, then linear / tanh blocks."""
+
+    def __init__(self, width: int = 8):
+        super().__init__()
+        self.gate, self.experts = nn.Linear(width, width), nn.Linear(width, width)
+        self.body = nn.Sequential(nn.Linear(2, 8), nn.Tanh(), nn.Linear(8, 8), nn.Tanh())
+
+    def forward(self, x):
+        w, i = torch.softmax(self.gate(x), -1).topk(2, -1)
+        picked = torch.gather(self.experts(x), -1, i)
+        return self.body(picked * (w / w.sum(-1, keepdim=True)))
+
+
 class Clamped(nn.Module):
     """conv → relu → clamp below -100: whatever the relu computes, the output is -100."""
 

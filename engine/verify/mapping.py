@@ -150,8 +150,8 @@ class _AtenIndex:
                 out.extend(v for v in self.tensor_outputs(n) if self.users.get(v))
         return out
 
-    def computed_from(self, value: str, frontier: set[str], allowed: set[str], assigned: set[str],
-                      constant: Collection[str] = ()) -> bool:
+    def computed_from(self, value: str, frontier: set[str], allowed: set[str], constant: Collection[str] = (), *,
+                      assigned: set[str]) -> bool:
         """Whether ``value`` is computed from the ``frontier`` values by ``allowed`` nodes, nodes
         no layer claims, data movement and constants only — ``constant``: nodes the conversion
         made constants of (a ``MemoryData`` layer), whatever PyTorch computes them from."""
@@ -330,7 +330,7 @@ class _Mapper:
                 continue
             if nodes:
                 region = region or self.region(op)
-                if region is None or not idx.computed_from(value, *region[:2], self.assigned, region[2]):
+                if region is None or not idx.computed_from(value, *region, assigned=self.assigned):
                     self.unmapped[o.name] = (f"holds no value of PyTorch's program: the layer does not compute "
                                              f"{value} from its inputs (moved or re-laid out by a pass)")
                     continue

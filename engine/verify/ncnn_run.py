@@ -4,8 +4,8 @@ Runs are exact and repeatable: fp16/bf16 storage and arithmetic and Vulkan off, 
 light mode off (so every intermediate blob stays readable and in-place layers work on copies).
 The packed layout stays on, as ncnn runs by default: some x86 kernels crash without it (a dilated
 3×3 convolution of DeepLabV3 killed the process), and the runtime unpacks every blob it hands
-out and packs what it is given. Input Mats are cloned: a Mat wrapping numpy memory has no refcount, and an in-place
-layer reading it would write into (or free) the caller's array.
+out and packs what it is given. Input Mats are cloned: a Mat wrapping numpy memory has no
+refcount, and an in-place layer reading it would write into (or free) the caller's array.
 
 Any blob may be set before extracting — ``ncnn.Extractor.input`` accepts intermediate blobs —
 and the runtime computes only what is missing, which is how one layer is run in isolation on
@@ -48,29 +48,24 @@ def int32_input_blobs(graph) -> set[str]:
     that only move their bits on (``Split``, ``Reshape``...). They are fed as int32, also when
     Verify feeds one to a layer run alone, and read back as integers."""
     out: set[str] = set()
-    frontier = [o for op in graph.ops_of_type("Input") for o in op.outputs
-                if op.meta.get("ncnn_dtype") == "int32" or _reaches_embed(o)]
-    while frontier:
-        blob = frontier.pop()
-        out.add(blob.name)
-        frontier += [o for r in blob.consumers if r.type in _BIT_MOVES for o in r.outputs]
+    for op in graph.ops_of_type("Input"):
+        for o in op.outputs:
+            moved = _bits_moved(o)
+            if op.meta.get("ncnn_dtype") == "int32" or any(r.type == "Embed" for b in moved for r in b.consumers):
+                out.update(b.name for b in moved)
     return out
 
 
-def _reaches_embed(blob) -> bool:
-    """Whether ``blob``, through layers that only move bits, is read by an ``Embed`` layer."""
-    stack, seen = [blob], set()
+def _bits_moved(blob) -> list:
+    """``blob`` and the blobs the layers that only move bits make of it."""
+    found, stack, seen = [], [blob], set()
     while stack:
         b = stack.pop()
-        if b.name in seen:
-            continue
-        seen.add(b.name)
-        for r in b.consumers:
-            if r.type == "Embed":
-                return True
-            if r.type in _BIT_MOVES:
-                stack += r.outputs
-    return False
+        if b.name not in seen:
+            seen.add(b.name)
+            found.append(b)
+            stack += [o for r in b.consumers if r.type in _BIT_MOVES for o in r.outputs]
+    return found
 
 
 def _mat(ncnn, arr: np.ndarray, int32: bool = False, batch: bool = False):

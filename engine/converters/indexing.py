@@ -14,8 +14,9 @@ ATen → pnnx:
   ``pnnx.Expression`` over constant tensors: ``x * keep + fill`` with ``keep = ~mask`` and
   ``fill = where(mask, value, 0)`` (computed exactly in numpy, so a ``-inf`` fill stays ``-inf``),
   ``a * c + b * ~c``, ``x * tril(ones)``;
-* ``aten.slice_scatter.default`` (step 1) / ``aten.select_scatter.default`` → ``torch.cat`` of
-  the kept slices of ``self`` and ``src``;
+* ``aten.slice_scatter.default`` / ``aten.select_scatter.default`` → ``torch.cat`` of the kept
+  slices of ``self`` and ``src``; with a step (``y[:, 0::3] = ...``), the written positions are a
+  column of a ``(n, step)`` view, replaced by a ``cat`` (no scatter layer);
 * ``aten.gather.default`` with a constant index that picks the same positions along ``dim``
   everywhere (an index_select, possibly of a smaller block) → ``Tensor.slice`` per smaller dim +
   ``torch.index_select``; along the last dim with an index that depends only on ``q - k`` (a
@@ -182,17 +183,63 @@ def _scatter(ctx, op, src, dim: int, start: int, end: int):
     return ctx.emit("torch.cat", parts, params={"dim": dim})
 
 
+def _cut(ctx, x, dim: int, start: int, end: int):
+    """``x[start:end]`` along ``dim`` (static bounds within the dim)."""
+    return ctx.emit("Tensor.slice", [x], params={"dim": dim, "start": start, "end": end, "step": 1},
+                    shape=x.shape[:dim] + [end - start] + x.shape[dim + 1:])
+
+
+def _view(ctx, x, shape):
+    return ctx.emit("Tensor.reshape", [x], params={"shape": list(shape)}, shape=list(shape))
+
+
+def _strided_scatter(ctx, op, src, dim: int, start: int, end: int, step: int):
+    """``x[start:end:step] = src`` along ``dim``, without a scatter: the written positions but the
+    last, ``start + i·step`` for ``i < n - 1``, are the first column of a ``(n - 1, step)`` view of
+    ``x[start : start + (n-1)·step]``; that column is replaced by ``src[:n-1]`` (a ``cat`` beside
+    the other ``step - 1`` columns), the last position is ``src[n-1]``, and the untouched head
+    and tail of ``x`` are cut around them (pose heads decode keypoints as ``y[:, 0::3] = ...``)."""
+    x = op.inputs[0]
+    size = x.shape[dim]
+    n = len(range(start, end, step))
+    if n == 0:
+        return ctx.emit("Tensor.reshape", [x], params={"shape": list(op.outputs[0].shape)})
+    lead, after = x.shape[:dim], x.shape[dim + 1:]
+    post = [int(np.prod(after))] if len(after) > 1 and is_static(after) else list(after)
+    parts = [_cut(ctx, x, dim, 0, start)] if start > 0 else []
+    if n > 1:
+        span = (n - 1) * step
+        grid = _view(ctx, _cut(ctx, x, dim, start, start + span), lead + [n - 1, step] + post)
+        others = _cut(ctx, grid, dim + 1, 1, step)
+        head = _view(ctx, _cut(ctx, src, dim, 0, n - 1), lead + [n - 1, 1] + post)
+        merged = ctx.emit("torch.cat", [head, others], params={"dim": dim + 1}, shape=lead + [n - 1, step] + post)
+        parts.append(_view(ctx, merged, lead + [span] + after))
+        parts.append(_cut(ctx, src, dim, n - 1, n))
+    else:
+        parts.append(src)
+    if start + (n - 1) * step + 1 < size:
+        parts.append(_cut(ctx, x, dim, start + (n - 1) * step + 1, size))
+    return ctx.emit("torch.cat", parts, params={"dim": dim})
+
+
 @aten_converter("aten.slice_scatter.default")
 def slice_scatter(ctx, op):
-    x = op.inputs[0]
-    if x.shape is None or op.params.get("step", 1) != 1:
-        ctx.unsupported("slice_scatter with a step (or of unknown shape)")
+    x, src = op.inputs[0], op.named_input("src")
+    if x.shape is None:
+        ctx.unsupported("slice_scatter of unknown shape")
     dim = normalize_dim(op.params.get("dim", 0), len(x.shape))
     start = op.params.get("start") or 0
     end = op.params.get("end")
-    if isinstance(start, str) or isinstance(end, str):
+    step = op.params.get("step", 1)
+    if isinstance(start, str) or isinstance(end, str) or isinstance(step, str):
         ctx.unsupported("slice_scatter bounds computed at run time")
-    return _scatter(ctx, op, op.named_input("src"), dim, start, INT64_MAX if end is None else end)
+    if step == 1:
+        return _scatter(ctx, op, src, dim, start, INT64_MAX if end is None else end)
+    size = x.shape[dim]
+    if not isinstance(size, int) or src.shape is None or not is_static(src.shape[dim:dim + 1]):
+        ctx.unsupported(f"slice_scatter with a step along the dynamic dim {dim} of {x.name} {x.shape}")
+    start, end, _ = slice(start, INT64_MAX if end is None else end, step).indices(size)
+    return _strided_scatter(ctx, op, src, dim, start, end, step)
 
 
 @aten_converter("aten.select_scatter.default")

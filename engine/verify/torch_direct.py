@@ -7,8 +7,12 @@ overload (``torch.ops.aten.conv2d.default``...) itself, in graph order, with the
 file records — the same kernels torch.export.load's module would call — and keeps a copy of
 every tensor value it is asked for.
 
-Anything outside that plain form raises :class:`Unsupported`, and the caller falls back to
-``torch.export.load`` (:mod:`.torch_run`): higher-order ops (cond, map...), custom-op
+The mode wrappers ``torch.no_grad()`` and ``torch.autocast(...)`` regions export as
+(``higher_order.wrap_with_set_grad_enabled`` / ``wrap_with_autocast``, :data:`WRAPPERS`) run
+their subgraph's nodes in place, in that mode, as the IR builder inlines them: their values are
+captured under their own names like any other. Anything else outside that plain form raises
+:class:`Unsupported`, and the caller falls back to
+``torch.export.load`` (:mod:`.torch_run`): other higher-order ops (cond, map...), custom-op
 namespaces other than aten / prims, custom objects, tokens, stored tensors this reader does not
 decode (pickled payloads, float8...), non-contiguous stored tensors, devices other than the
 CPU. Every value computed is checked against the dtype and rank the file records for it, so an
@@ -35,6 +39,9 @@ from .inputs import ModelInputs
 NAMESPACES = ("aten", "prims")
 #: Python-level targets of symbolic-size arithmetic
 PY_TARGETS = {"_operator": operator, "math": math}
+#: mode wrappers whose subgraph runs in place: target → the number of mode arguments before the
+#: subgraph (``enabled``; ``device_type, dtype, enabled, cache_enabled``)
+WRAPPERS = {"torch.ops.higher_order.wrap_with_set_grad_enabled": 1, "torch.ops.higher_order.wrap_with_autocast": 4}
 
 
 class Unsupported(Exception):
@@ -198,12 +205,45 @@ class _Program:
             self._keep(ref.name, v)
 
     def run(self) -> list[str]:
-        for node in self.ep.nodes:
+        self._run_nodes(self.ep.nodes)
+        return [o.name for o in self.ep.signature.user_outputs]
+
+    def _run_nodes(self, nodes) -> None:
+        for node in nodes:
             check_cancel(self.cancel, f"at PyTorch node {node.name}")
+            if node.target in WRAPPERS:
+                self._bind(node, self._wrapped(node, WRAPPERS[node.target]))
+                continue
             fn, is_op = _resolve(node.target)
             args, kwargs = self._call_args(fn, node, is_op)
             self._bind(node, fn(*args, **kwargs))
-        return [o.name for o in self.ep.signature.user_outputs]
+
+    def _wrapped(self, node: S.Node, n_modes: int):
+        """Run a mode wrapper's subgraph in its mode; its results, as the node returns them."""
+        torch = self.torch
+        args = [a.arg for a in node.inputs]
+        if len(args) <= n_modes or not isinstance(args[n_modes].value, S.GraphArgument):
+            raise Unsupported(f"{node.target}: not the expected form (mode arguments, then a subgraph)")
+        modes = [self._arg(a) for a in args[:n_modes]]
+        sub = args[n_modes].value.graph
+        operands = [self._arg(a) for a in args[n_modes + 1:]]
+        if len(operands) != len(sub.inputs):
+            raise Unsupported(f"{node.name}: {len(operands)} operands for a subgraph of {len(sub.inputs)} inputs")
+        for a, v in zip(sub.inputs, operands):
+            if not isinstance(a.value, (S.TensorRef, S.SymRef)):
+                raise Unsupported(f"{node.name}: subgraph input kind {a.tag}")
+            self.env[a.value.name] = v
+        mode = torch.set_grad_enabled(bool(modes[0])) if n_modes == 1 else \
+            torch.autocast(device_type=modes[0], dtype=modes[1], enabled=bool(modes[2]), cache_enabled=modes[3])
+        outer, self.metas = self.metas, sub.tensor_values
+        try:
+            with mode:
+                self._run_nodes(sub.nodes)
+        finally:
+            self.metas = outer
+        results = [self._ref(o.value) for o in sub.outputs]
+        single = len(node.outputs) == 1 and node.outputs[0].tag not in ("as_tensors", "as_optional_tensors")
+        return results[0] if single and len(results) == 1 else tuple(results)
 
 
 def run_direct(ep, inputs: ModelInputs, *, keep: Collection[str] | None = None,

@@ -190,6 +190,42 @@ def test_slice_and_select_scatter(tmp_path, dialect):
     check_module(Fn(f), [torch.randn(1, 3, 4, 5)], tmp_path, dialect=dialect)
 
 
+def _keypoints(k):
+    """A pose head's keypoint decode (Ultralytics YOLO): every third channel rewritten in place."""
+    y = k.clone()
+    y[:, 2::3] = y[:, 2::3].sigmoid()
+    y[:, 0::3] = y[:, 0::3] * 2.0 - 0.5
+    y[:, 1::3] = y[:, 1::3] * 3.0
+    return y
+
+
+def _uneven(x):
+    y = x * 1.0
+    y[:, :, 1:10:4] = x[:, :, 1:10:4] * -1  # positions 1, 5, 9 of 11: a kept tail
+    y[:, 3::5] = 0.5 * x[:, 3::5]  # 3, 8 of 12
+    y[..., 4::7] = 7.0  # one position only
+    return y
+
+
+STRIDED_WRITES = {"keypoints": (_keypoints, (1, 51, 40)), "uneven": (_uneven, (1, 12, 11, 5))}
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("name", list(STRIDED_WRITES))
+def test_strided_writes(tmp_path, dialect, name):
+    """``y[:, 0::3] = ...``: slice_scatter with a step, as slices, views and concats (no scatter)."""
+    fn, shape = STRIDED_WRITES[name]
+    c = check_module(Fn(fn), [torch.randn(*shape)], tmp_path, dialect=dialect)
+    assert "Concat" in _types(c)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_strided_writes_with_a_dynamic_batch_and_length(tmp_path, dialect):
+    batch, length = torch.export.Dim("batch", min=1, max=8), torch.export.Dim("length", min=2, max=64)
+    check_module(Fn(_keypoints), [torch.randn(2, 51, 40)], tmp_path, dialect=dialect,
+                 dynamic_shapes=(({0: batch, 2: length},),), run_inputs=[torch.randn(3, 51, 17)])
+
+
 GATHER_DIM = {
     "channels": lambda x: torch.gather(x, 1, torch.tensor([2, 0, 0]).view(1, 3, 1, 1).expand(1, 3, 4, 5)),
     "smaller_block": lambda x: torch.gather(x, 3, torch.tensor([4, 1]).view(1, 1, 1, 2).expand(1, 2, 3, 2)),

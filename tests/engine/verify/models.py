@@ -264,6 +264,23 @@ class Router(nn.Module):
         return self.body(picked * (w / w.sum(-1, keepdim=True)))
 
 
+class ModeRegions(nn.Module):
+    """A ``torch.no_grad()`` region holding a relu, then a ``torch.autocast(enabled=False)``
+    region (M2M100's and Speech2Text's sinusoidal positions, Qwen's rotary embedding): torch
+    exports each as a higher-order wrapper holding a subgraph."""
+
+    def __init__(self, width: int = 8):
+        super().__init__()
+        self.a, self.b = nn.Linear(width, width), nn.Linear(width, width)
+
+    def forward(self, x):
+        with torch.no_grad():
+            h = torch.relu(self.a(x))
+        with torch.autocast("cpu", enabled=False):
+            g = torch.sigmoid(h) * 2
+        return self.b(g) + x
+
+
 class Clamped(nn.Module):
     """conv → relu → clamp below -100: whatever the relu computes, the output is -100."""
 

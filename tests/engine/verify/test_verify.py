@@ -14,7 +14,7 @@ pytest.importorskip("ncnn")
 from engine.verify import Cancelled, VerifyError, VerifyOptions, verify  # noqa: E402
 from engine.verify.result import DIVERGENT, FAILED, INHERITED, OK  # noqa: E402
 from tests.engine.verify.models import (BROKEN_RELU, RELU_AS_SIGMOID, SHIFTED_CONV, SHIFTED_PADDING,  # noqa: E402
-                                        write_plugin)
+                                        ModeRegions, export, relu_as_sigmoid, write_plugin)
 
 FP32 = VerifyOptions(fp16=False)
 
@@ -249,3 +249,21 @@ def test_a_dilation_wider_than_the_map_verifies_without_crashing(tmp_path):
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, (p.returncode, p.stdout[-2000:], p.stderr[-2000:])
     assert "no divergent layer" in p.stdout
+
+
+@pytest.mark.parametrize("dialect", ["training", "core"])
+def test_layers_inside_mode_regions_are_compared_and_blamed(tmp_path, dialect):
+    """``torch.no_grad()`` / ``torch.autocast`` regions: the layers converted from inside them
+    are compared like any other, and a broken one there is the one named."""
+    torch.manual_seed(0)
+    pt2 = export(ModeRegions(), [torch.randn(1, 5, 8)], tmp_path / "regions.pt2", dialect)
+    r = verify(pt2, FP32)
+    assert r.ok and r.first_divergent is None
+    assert r.torch_runner == "direct"
+    compared = {x.type for x in r.layers if x.status == OK and x.own is not None}
+    assert {"ReLU", "Sigmoid", "Gemm"} <= compared, [(x.layer, x.type, x.status) for x in r.layers]
+    relu = next(x for x in r.layers if x.type == "ReLU").aten_nodes[-1]
+    broken = verify(pt2, VerifyOptions(fp16=False, converters=[write_plugin(tmp_path / "b.py", relu_as_sigmoid(relu))]))
+    fd = broken.first_divergent
+    assert fd is not None and fd.aten_nodes == [relu] and fd.type == "Sigmoid", (fd and fd.layer)
+    assert [x.layer for x in broken.layers if x.blamed] == [fd.layer]

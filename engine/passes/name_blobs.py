@@ -48,21 +48,23 @@ def run(graph, cx):
     for k, (op, opd, original) in enumerate(inputs):
         graph.rename_op(op, f"in{k}")
         graph.rename_operand(opd, f"in{k}")
-    seen = set()
+    latest: dict[int, object] = {}  # id(value) → the last blob named for it
     named = []
     for k, (opd, original, value) in enumerate(outputs):
-        if id(opd) in seen or any(opd is x for _, x, _ in inputs):
-            # the same blob returned twice, or an input returned as is: a Noop gives it its name
+        if id(opd) in latest or any(opd is x for _, x, _ in inputs):
+            # the same blob returned twice, or an input returned as is: a Noop gives it its name,
+            # reading the blob named last for the value (a blob read by two layers needs a Split)
             copy = graph.new_operand(f"out{k}", dtype=opd.dtype, shape=opd.shape)
             copy.meta.update({key: opd.meta[key] for key in ("batch", "batch_dim") if key in opd.meta})
             src = opd.producer
-            noop = graph.add_op("Noop", graph.unique_op_name(f"out{k}_noop"), [opd], [copy],
+            noop = graph.add_op("Noop", graph.unique_op_name(f"out{k}_noop"), [latest.get(id(opd), opd)], [copy],
                                 provenance=src.provenance if src is not None else None)
+            latest[id(opd)] = copy
             if src is not None:
                 noop.meta.update({key: src.meta[key] for key in ("source", "module_stack") if key in src.meta})
             named.append(_entry(copy, original, value))
             continue
-        seen.add(id(opd))
+        latest[id(opd)] = opd
         graph.rename_operand(opd, f"out{k}")
         named.append(_entry(opd, original, value))
     graph.meta["inputs"] = [_entry(opd, original, mat_dtype=op.meta.get("ncnn_dtype", "float32"))

@@ -32,3 +32,27 @@ def test_constants_returned_as_outputs_become_memorydata(tmp_path, dialect):
     np.testing.assert_allclose(relu, np.maximum(x, 0))
     assert scalar.reshape(-1).tolist() == [2.5]
     np.testing.assert_array_equal(table.reshape(2, 3), np.arange(6.0).reshape(2, 3))
+
+
+class RepeatsOutputs(torch.nn.Module):
+    """The same value returned three times and the input twice (a YOLO26 segmentation head
+    returns its prototypes beside each output tuple): every output gets its own blob."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 1)
+
+    def forward(self, x):
+        y = self.conv(x)
+        return y, x, y, x + 1, y, x
+
+
+@pytest.mark.parametrize("dialect", ["training", "core"])
+def test_a_value_returned_several_times(tmp_path, dialect):
+    """Each repeat was a Noop reading the first blob: a blob read by two layers without a Split,
+    which the writer refused."""
+    from tests.harness import check_module
+
+    torch.manual_seed(0)
+    c = check_module(RepeatsOutputs().eval(), [torch.randn(1, 3, 5, 5)], tmp_path, dialect=dialect)
+    assert [o["blob"] for o in c.result.ncnn.meta["outputs"]] == [f"out{k}" for k in range(6)]

@@ -31,6 +31,10 @@ def input_layer(ctx, op):
 def output_marker(ctx, op):
     """The marker remembers the value's PyTorch shape and batch axis: later passes may hand the
     output another blob holding the same data (a no-op Reshape bypassed), not the same view."""
+    if not op.inputs:  # a Python constant returned (RT-DETR's ``dn_meta``, None at inference)
+        ctx.warn(f"the model returns the constant {op.params.get('value')!r} here, not a tensor: "
+                 "the ncnn model has no blob for it")
+        return None
     x = op.inputs[0]
     ctx.emit("Output", [x], outputs=[])
     ctx.emitted[-1].meta["value"] = {"shape": None if x.shape is None else list(x.shape), "torch_dtype": x.dtype,

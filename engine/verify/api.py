@@ -363,10 +363,13 @@ class _Verifier:
 
     def _outputs(self, graph: Graph, blobmap: BlobMap, tv, values) -> list[OutputRecord]:
         meta = graph.meta.get("outputs") or (self.ref_graph.meta.get("outputs") if self.ref_graph is not None else None)
-        blobs = [d["blob"] for d in meta] if meta else []
+        blobs = iter([d["blob"] for d in meta] if meta else [])
+        infos = self.ep.signature.user_outputs
         out = []
         for k, name in enumerate(tv.outputs):
-            blob = blobs[k] if k < len(blobs) else f"out{k}"
+            if k < len(infos) and infos[k].meta is None and name not in values:
+                continue  # a Python constant returned (None...): no tensor, no ncnn blob
+            blob = next(blobs, f"out{len(out)}")
             rec = OutputRecord(name, blob)
             if name not in values:
                 rec.note = "PyTorch returned no tensor"

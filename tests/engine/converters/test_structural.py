@@ -56,3 +56,33 @@ def test_a_value_returned_several_times(tmp_path, dialect):
     torch.manual_seed(0)
     c = check_module(RepeatsOutputs().eval(), [torch.randn(1, 3, 5, 5)], tmp_path, dialect=dialect)
     assert [o["blob"] for o in c.result.ncnn.meta["outputs"]] == [f"out{k}" for k in range(6)]
+
+
+class ReturnsNone(torch.nn.Module):
+    """Python constants among the outputs (RT-DETR returns ``dn_meta``, None at inference)."""
+
+    def forward(self, x):
+        return None, torch.relu(x), (x * 2, None), 3
+
+
+def test_constant_outputs_get_no_blob_and_verify_compares_the_tensors(tmp_path):
+    """The output marker of a constant failed (IndexError) and no model was written; verify
+    paired the outputs by position, blaming blobs the model has not got."""
+    from engine.verify import VerifyOptions, verify
+
+    pt2 = tmp_path / "m.pt2"
+    torch.export.save(torch.export.export(ReturnsNone(), (torch.randn(1, 4),)), str(pt2))
+    result = convert(str(pt2), ConvertOptions(fp16=False, lint=True))
+    assert result.ok, result.errors
+    warned = [d.reason for d in result.diagnostics if d.severity == "warning"]
+    assert len(warned) == 3 and all("returns the constant" in w for w in warned), warned
+    assert [o["name"] for o in result.ncnn.meta["outputs"]] == ["relu", "mul"]
+    p, b = tmp_path / "m.param", tmp_path / "m.bin"
+    result.write(p, b)
+    x = np.random.rand(4).astype(np.float32) - 0.5
+    relu, double = run(p, b, {"in0": x}, ["out0", "out1"])
+    np.testing.assert_allclose(relu, np.maximum(x, 0))
+    np.testing.assert_allclose(double, x * 2)
+    r = verify(pt2, VerifyOptions(fp16=False))
+    assert r.ok and r.outputs_ok, [(o.name, o.blob, o.note) for o in r.outputs]
+    assert [(o.name, o.blob) for o in r.outputs] == [("relu", "out0"), ("mul", "out1")]

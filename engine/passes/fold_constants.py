@@ -146,11 +146,20 @@ def _pow(a: Args):
 
 
 def _sym_dim(graph: Graph, d: Any) -> int:
+    """A dim at the sizes bound in ``graph.meta["symbol_values"]``: a bound symbol, or an
+    expression of bound symbols (``4*s0``: a feature map of an input ``32*s0``)."""
     if isinstance(d, int):
         return d
     bound = graph.meta.get("symbol_values", {})
     if isinstance(d, str) and d in bound:
         return int(bound[d])
+    if isinstance(d, str) and bound:
+        from ..ncnn.expr import ExprError, evaluate
+
+        try:
+            return int(evaluate(d.replace(";", ","), bound))
+        except (ExprError, TypeError, ValueError, ZeroDivisionError, KeyError):
+            pass
     raise _NotConstant(d)
 
 
@@ -510,6 +519,9 @@ FOLDERS: dict[str, Callable[[Args], Any]] = {
     "aten.linspace.default": _linspace,
     "aten.new_zeros.default": lambda a: np.zeros(_sizes(a)), "aten.new_ones.default": lambda a: np.ones(_sizes(a)),
     "aten.new_full.default": lambda a: np.full(_sizes(a), a["fill_value"]),
+    # a tensor's one value as a Python number (YOLO's ``stride[i].item()``)
+    "aten.item.default": lambda a: a.array("self").item(),
+    "aten._local_scalar_dense.default": lambda a: a.array("self").item(),
     "aten.zero.default": lambda a: np.zeros(_shape_of(a)),
     "aten.fill.Scalar": lambda a: np.full(_shape_of(a), a["value"]),
     "aten.fill.Tensor": lambda a: np.full(_shape_of(a), a.array("value")),
@@ -610,7 +622,7 @@ SHAPE_ARGS.update({t: ("other",) for t in (
 _NOT_NCNN_DTYPES = ("bool", "i64", "i32", "i16", "i8", "u8")
 
 #: ops whose result is a Python number (SymInt/SymFloat/SymBool)
-_SCALAR_PREFIXES = ("_operator.", "torch.sym_", "math.", "aten.sym_")
+_SCALAR_PREFIXES = ("_operator.", "torch.sym_", "math.", "aten.sym_", "aten.item.", "aten._local_scalar_dense.")
 
 
 # ----------------------------------------------------------------------------- the pass
@@ -817,17 +829,19 @@ class _Folder:
         return self._fold_outputs(op, lambda: _batch_norm(Args(op, self.const))[:len(op.outputs)])
 
     def _fold_outputs(self, op: Operator, compute: Callable[[], list[np.ndarray]]) -> bool:
-        """Replace multi-output ``op`` by one ``pnnx.Attribute`` per output, from ``compute()``."""
-        if not all(_static(o.shape) for o in op.outputs):
-            return False
+        """Replace multi-output ``op`` by one ``pnnx.Attribute`` per output, from ``compute()``
+        (outputs of dynamic shape only at bound sizes: ``fold_dynamic_constants``' evaluation)."""
         try:
+            shapes = [[_sym_dim(self.graph, d) for d in o.shape] for o in op.outputs if o.shape is not None]
+            if len(shapes) != len(op.outputs):
+                return False
             pieces = compute()
         except _NotConstant:
             return False
         except Exception as e:  # numpy cannot compute it so: leave the op
             log.debug("not folding %s (%s): %s", op.name, op.type, e)
             return False
-        if len(pieces) != len(op.outputs) or any(list(p.shape) != list(o.shape) for o, p in zip(op.outputs, pieces)):
+        if len(pieces) != len(op.outputs) or any(list(p.shape) != s for s, p in zip(shapes, pieces)):
             return False
         outs = list(op.outputs)
         fresh = []

@@ -7,14 +7,18 @@ constants): ``fold_constants`` cannot compute them, and ncnn has no ``arange``. 
 (a *shape value*: made only of constants, sizes — ``sym_size``, ``new_ones(x)`` — and foldable
 ops on them) is computed here for every dynamic dim at its largest size, and replaced by that
 constant sliced, along each dynamic dim, to the run-time size (``aten.slice.Tensor`` with the
-size of a model input as its end: an ncnn ``Crop`` that measures that input).
+size of a model input as its end: an ncnn ``Crop`` that measures that input — or, for a size no
+input has, such as a feature map's ``4*s0`` of an input ``32*s0``, the first run-time tensor
+computed before the value's readers that has it as a dim).
 
 That is exact when ``v`` is *prefix-stable*: computed at any smaller size, it is the leading part
 of the largest one (``arange(n)``, ``tril``, ``x[:, :n]`` of a table, the relative distances
 ``j - i``... are; ``arange(n)[::-1]`` or ``n - arange(n)`` are not). This is checked numerically:
 ``v`` is computed at the smallest, the traced and a middle size too and compared with the cut
-largest one; a value that fails stays unfolded (its operators are then lowered as run-time ops
-where they can be).
+largest one; a value that fails (or whose sizes no tensor measures) stays unfolded: its operator
+is then lowered as a run-time op and the values it reads are tried in turn (a detection head's
+anchors, the grids of every feature map flattened and concatenated, are not prefix-stable; each
+grid ``(h, w, 2)`` is, along both dims, and the flattening and ``cat`` run in ncnn).
 
 An ``expand`` to a run-time size first becomes a product with ``ones`` of that size (a shape
 value), since ncnn's ``Tile`` needs constant repeats.
@@ -40,7 +44,7 @@ from ..ir import Attribute, Graph, Operand, Operator, Provenance
 from ..ir.vocab import is_aten
 from ..ncnn.expr import ExprError, evaluate
 from ._aten import AtenEmitter
-from .fold_constants import FOLD_BUDGET, FOLDERS, SHAPE_ARGS, SHAPE_ONLY, _Folder
+from .fold_constants import FOLD_BUDGET, FOLDERS, MESHGRIDS, SHAPE_ARGS, SHAPE_ONLY, _Folder
 from .manager import graph_pass
 
 log = logging.getLogger(__name__)
@@ -86,18 +90,29 @@ def largest_size(graph: Graph, d: Any) -> int | None:
     return int(top) if top is not None else None
 
 
-def size_operand(graph: Graph, symbol: str) -> Operand | None:
-    """An operand holding ``symbol``'s run-time value: a ``sym_size`` of the first model input
-    that has it as a dim (one per symbol, placed right after that input)."""
+def size_operand(graph: Graph, symbol: str, before: Operator | None = None,
+                 runtime: Callable[[Operand], bool] | None = None) -> Operand | None:
+    """An operand holding the run-time value of ``symbol`` (a symbol or any size expression): a
+    ``sym_size`` of the first model input that has it as a dim, else — given ``before`` — of the
+    first tensor computed before that operator that has it and that ``runtime`` accepts (ncnn
+    computes it: not a value about to be folded; a feature map ``4*s0`` of an input ``32*s0``);
+    one per size, placed right after the tensor's producer."""
     for op in graph.ops_of_type("aten.sym_size.int"):
-        if op.meta.get("measures") == symbol:
+        if op.meta.get("measures") == symbol and (before is None or graph.ops.index(op) < graph.ops.index(before)):
             return op.outputs[0]
-    for inp in graph.ops_of_type("pnnx.Input"):
-        out = inp.outputs[0]
-        if out.shape and symbol in out.shape:
-            em = AtenEmitter(graph, inp, after=True)
-            opd = em.op("aten.sym_size.int", {"self": out}, shape=[], dtype="i64", name=f"{symbol}_size",
-                        dim=out.shape.index(symbol))
+    candidates = list(graph.ops_of_type("pnnx.Input"))
+    if before is not None:
+        candidates += graph.ops[:graph.ops.index(before)]
+    for producer in candidates:
+        if not producer.outputs or producer.type in ("pnnx.Attribute",) or producer.type.startswith(_SCALAR_PREFIXES):
+            continue
+        out = producer.outputs[0]
+        if producer.type != "pnnx.Input" and runtime is not None and not runtime(out):
+            continue
+        if out.shape and symbol in out.shape and "const" not in out.meta:
+            em = AtenEmitter(graph, producer, after=True)
+            opd = em.op("aten.sym_size.int", {"self": out}, shape=[], dtype="i64",
+                        name=f"{re.sub(r'[^0-9A-Za-z]+', '_', symbol)}_size", dim=out.shape.index(symbol))
             opd.meta["expr"] = symbol
             opd.producer.meta["measures"] = symbol
             opd.producer.provenance = Provenance((opd.producer.name,), ())
@@ -105,10 +120,16 @@ def size_operand(graph: Graph, symbol: str) -> Operand | None:
     return None
 
 
-def offset_size_operand(graph: Graph, dim: str) -> Operand | None:
+def offset_size_operand(graph: Graph, dim: str, before: Operator | None = None,
+                        runtime: Callable[[Operand], bool] | None = None) -> Operand | None:
     """An operand holding the run-time value of ``dim``: a symbol (:func:`size_operand`) or a
     symbol plus or minus a constant (``s3+1``: the size and an ``_operator.add``, made once and
-    placed right after the size); None for any other expression or an unmeasurable symbol."""
+    placed right after the size); given ``before``, also any size expression that a run-time
+    tensor computed before that operator has as a dim. None for anything else."""
+    if before is not None:
+        measured = size_operand(graph, str(dim), before, runtime)
+        if measured is not None:
+            return measured
     m = _OFFSET.fullmatch(str(dim).replace(" ", ""))
     size = size_operand(graph, m.group(1)) if m else None
     if size is None or not m.group(2):
@@ -126,22 +147,25 @@ def offset_size_operand(graph: Graph, dim: str) -> Operand | None:
 
 
 def cut_constant_to(graph: Graph, em: AtenEmitter, large: np.ndarray, shape: list, *, name: str,
-                    dtype: str | None = None) -> Operand | None:
+                    dtype: str | None = None, before: Operator | None = None,
+                    runtime: Callable[[Operand], bool] | None = None) -> Operand | None:
     """``large`` (a value at the largest sizes) as a constant sliced, along each dim of ``shape``
     that is a symbol (or a symbol plus a constant), to its run-time size (ncnn ``Crop``
-    measuring a model input); None when a dynamic dim is not such a size."""
+    measuring a model input — given ``before``, the operator the cut value is placed before,
+    also any tensor computed earlier with that size as a dim that ``runtime`` accepts); None
+    when a dynamic dim is not such a size."""
     cuts = []
     for axis, d in enumerate(shape):
         if isinstance(d, int):
             continue
-        if offset_size_operand(graph, str(d)) is None:
+        if offset_size_operand(graph, str(d), before, runtime) is None:
             return None
         cuts.append((axis, str(d)))
     cur = em.constant(np.ascontiguousarray(large), name=name)
     cut_shape = list(large.shape)
     for axis, sym in cuts:
         cut_shape[axis] = sym
-        size = offset_size_operand(graph, sym)
+        size = offset_size_operand(graph, sym, before, runtime)
         cur = em.op("aten.slice.Tensor", [("self", cur), ("end", size)], shape=list(cut_shape),
                     dtype=dtype or cur.dtype, name=f"{name}_cut", dim=axis, start=0, end=f"%{size.name}", step=1)
     return cur
@@ -167,6 +191,8 @@ class _Shapes:
     def _computes_shape_value(self, op: Operator) -> bool:
         if op.type == "pnnx.Attribute":
             return True
+        if op.type in MESHGRIDS:  # several outputs: grids of shape values are shape values
+            return all(self.is_value(i) for i in op.inputs)
         if not is_aten(op) or len(op.outputs) != 1:
             return False
         if op.type in ("aten.sym_size.int", "aten.sym_numel.default"):
@@ -323,7 +349,8 @@ class _Folding:
         first = min(v.consumers, key=self.graph.ops.index)
         em = AtenEmitter(self.graph, first)
         em.base = f"{v.name}_largest"
-        cur = cut_constant_to(self.graph, em, large, v.shape, name=f"{v.name}_largest", dtype=v.dtype)
+        cur = cut_constant_to(self.graph, em, large, v.shape, name=f"{v.name}_largest", dtype=v.dtype, before=first,
+                              runtime=lambda o: id(o) not in self.shapes.values)
         if cur is None:
             return False  # only a dim that is a model input's size can be measured by ncnn
         const = cur
@@ -366,7 +393,9 @@ class _Folding:
                     self._unbounded(v)
             computed = self.evaluate(bounded) if bounded else None
             for v in bounded:
-                if self.decide(v, computed) is None:  # run its operator in ncnn on the smaller values it reads
+                # too big, not prefix-stable or not measurable as a whole: run its operator in ncnn
+                # on the values it reads, folded themselves where they can be
+                if not self.decide(v, computed) and v.producer is not None and v.producer.type not in CREATION:
                     self.shapes.values.discard(id(v))
                     pending += [i for i in v.producer.inputs if id(i) in self.shapes.values and self._dynamic(i)
                                 and i.shape != [] and not (i.producer and i.producer.type.startswith(_SCALAR_PREFIXES))]

@@ -17,10 +17,15 @@ from .manager import graph_pass
 
 
 def _entry(opd, original: str, value: dict | None = None, mat_dtype: str = "float32") -> dict:
-    """``value``: the output's own view (its marker's, see ``converters.structural``)."""
+    """``value``: the output's own view (its marker's, see ``converters.structural``). A 1-D
+    value of one element along its batch axis (a diffusion UNet's timestep ``[1]``) is the whole
+    one-element blob: no batch axis to feed or read it by (ncnn's Python ``Mat(a, batch_index=0)``
+    refuses a 1-D array)."""
     if value is None:
         value = {"shape": list(opd.shape) if opd.shape is not None else None, "torch_dtype": opd.dtype,
                  "batch_dim": batch_dim(opd)}
+    if value.get("shape") == [1] and value.get("batch_dim") == 0:
+        value = {**value, "batch_dim": None}
     return {"blob": opd.name, "name": original, **value, "dtype": mat_dtype}
 
 

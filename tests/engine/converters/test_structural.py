@@ -86,3 +86,30 @@ def test_constant_outputs_get_no_blob_and_verify_compares_the_tensors(tmp_path):
     r = verify(pt2, VerifyOptions(fp16=False))
     assert r.ok and r.outputs_ok, [(o.name, o.blob, o.note) for o in r.outputs]
     assert [(o.name, o.blob) for o in r.outputs] == [("relu", "out0"), ("mul", "out1")]
+
+
+class TimestepInput(torch.nn.Module):
+    """A diffusion UNet's call: an image and a one-element timestep ``[1]`` embedded by sin/cos."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3, padding=1)
+        self.proj = torch.nn.Linear(8, 4)
+
+    def forward(self, x, t):
+        freqs = torch.exp(torch.arange(4, dtype=torch.float32) * -0.5)
+        emb = t[:, None] * freqs[None]
+        emb = self.proj(torch.cat([emb.sin(), emb.cos()], -1))
+        return self.conv(x) + emb[:, :, None, None]
+
+
+@pytest.mark.parametrize("dialect", ["training", "core"])
+def test_a_one_element_input_is_fed_whole(tmp_path, dialect):
+    """The timestep ``[1]`` has no batch axis to feed it by: ncnn's Python ``Mat(a, batch_index=0)``,
+    which the layout said to use, refuses a 1-D array."""
+    from tests.harness import check_module
+
+    torch.manual_seed(0)
+    c = check_module(TimestepInput().eval(), [torch.randn(1, 3, 6, 6), torch.tensor([10.0])], tmp_path,
+                     dialect=dialect)
+    assert [i["batch_dim"] for i in c.result.ncnn.meta["inputs"]] == [0, None]

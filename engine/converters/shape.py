@@ -1057,6 +1057,10 @@ def slice_ncnn(ctx, op):
     start, end = _slice_bounds(src[axis], op.params["start"], op.params["end"], step)
     if step == 1:
         return _crop(ctx, x, axis, start, end, ncnn_shape(out), final=True)
+    if not is_static(src) and len(src) == 2 and isinstance(src[axis], int):
+        # a 2-D blob (a pose head's keypoints by anchor, the anchors' count dynamic) as a 3-D
+        # (1, h, w) view, which keeps its dynamic dim in place
+        x, src, axis = reshape_to(ctx, x, [1, *src]), [1, *src], axis + 1
     if not is_static(src) and not (isinstance(src[axis], int) and len(src) == 3 and axis > 0):
         # a strided h or w of a 3-D blob pools that blob directly, whatever its other dims
         ctx.unsupported("strided slice of a tensor with dynamic shape")

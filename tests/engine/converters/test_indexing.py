@@ -226,6 +226,27 @@ def test_strided_writes_with_a_dynamic_batch_and_length(tmp_path, dialect):
                  dynamic_shapes=(({0: batch, 2: length},),), run_inputs=[torch.randn(3, 51, 17)])
 
 
+class PoseHead(torch.nn.Module):
+    """Keypoints by anchor from a feature map of dynamic height and width, decoded in place."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 51, 3, 2, 1)
+
+    def forward(self, x):
+        return _keypoints(self.conv(x).view(1, 51, -1))
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_strided_reads_and_writes_of_a_dynamic_number_of_anchors(tmp_path, dialect):
+    """The keypoints ``(51, anchors)`` blob, the anchors' count dynamic: its strided slices were
+    refused (only a 3-D blob's h or w pooled with a dynamic size)."""
+    h, w = torch.export.Dim("h", min=2, max=32), torch.export.Dim("w", min=2, max=32)
+    torch.manual_seed(0)
+    check_module(PoseHead().eval(), [torch.randn(1, 3, 16, 24)], tmp_path, dialect=dialect,
+                 dynamic_shapes=({2: 8 * h, 3: 8 * w},), run_inputs=[torch.randn(1, 3, 40, 32)])
+
+
 GATHER_DIM = {
     "channels": lambda x: torch.gather(x, 1, torch.tensor([2, 0, 0]).view(1, 3, 1, 1).expand(1, 3, 4, 5)),
     "smaller_block": lambda x: torch.gather(x, 3, torch.tensor([4, 1]).view(1, 1, 1, 2).expand(1, 2, 3, 2)),

@@ -191,7 +191,7 @@ BINARY_OP_TYPES = {
 }
 
 #: ``pow(x, literal)`` exponents computed by a cheaper, exact UnaryOp
-_POW_AS_UNARY = {2: UnaryOpType.SQUARE, 2.0: UnaryOpType.SQUARE, 0.5: UnaryOpType.SQRT}
+_POW_AS_UNARY = {2: UnaryOpType.SQUARE, 0.5: UnaryOpType.SQRT}  # 2 == 2.0 as a key
 
 
 class _Expander:

@@ -327,7 +327,7 @@ def _relative_gather(ctx, op):
     columns); flattened, row ``q``'s window starts ``L - 1`` elements after row ``q - 1``'s, so a
     slice of the flat rows reshaped to ``L - 1`` columns puts every window at column 0 (the
     Transformer-XL "relative shift"), and a last slice keeps ``K`` columns."""
-    x, out = op.inputs[0], op.outputs[0]
+    x = op.inputs[0]
     g, q, k = _relative_plan(op, ctx)
     lead = list(x.shape[:-2])
     width = q + k - 1

@@ -19,7 +19,6 @@ always be traced back to source.
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Sequence
 from typing import Any, Callable, Iterable, Iterator
 

@@ -40,7 +40,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..diagnostics import Diagnostic
-from ..ir import Attribute, Graph, Operand, Operator, Provenance
+from ..ir import Graph, Operand, Operator, Provenance
 from ..ir.vocab import is_aten
 from ..ncnn.expr import ExprError, evaluate
 from ._aten import AtenEmitter

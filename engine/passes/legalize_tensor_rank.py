@@ -46,7 +46,7 @@ import numpy as np
 
 from ..convert.shapes import ncnn_rank
 from ..converters.shape import permute_dims
-from ..ir import Attribute, Graph, Operand, Operator
+from ..ir import Graph, Operand, Operator
 from . import infer_batch_axis
 from ._rank_plan import MAX_DIMS, apply_plan, merge_kept_runs, plan_block_permutes
 from ._rearrange import AtomView, NotRearrangement
@@ -404,7 +404,7 @@ class _Rewriter:
         self.result(op, 0, self.emit(op.type, [v], v.shape, {**op.params, "dim": axis}))
 
     def do_reduce(self, op: Operator) -> None:
-        x, out = op.inputs[0], op.outputs[0]
+        x = op.inputs[0]
         rank = len(x.shape)
         dims = op.params.get("dim")
         dims = set(range(rank)) if dims is None else {_norm(d, rank) for d in

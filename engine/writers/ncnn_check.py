@@ -111,7 +111,7 @@ def check_layer(op: Operator, loads: dict[int, list[L.LoadedWeight]] | None = No
     if op.meta.get("plugin_layer"):
         return _check_custom(op)
     try:
-        spec = L.get_spec(op.type)
+        L.get_spec(op.type)
     except L.LayerSpecError as e:
         hint = " (the conversion left it unconverted)" if "." in op.type else ""
         return [f"layer {op.name!r}: {e}{hint}"]

@@ -208,7 +208,7 @@ def _file(sig: PySignature, w: _Writer, init, weights, forward, bin_path, py_pat
         f'    """Export the module with the TorchScript-based torch.onnx exporter, by default as {stem}.onnx."""',
         "    net = Model()",
         "    args, kwargs = make_inputs()",
-        f"    torch.onnx.export(net, args, path or OUTPUT_STEM + '.onnx', kwargs=kwargs, dynamo=False,",
+        "    torch.onnx.export(net, args, path or OUTPUT_STEM + '.onnx', kwargs=kwargs, dynamo=False,",
         f"                      input_names={literal([f'in{k}' for k in range(len(sig.inputs))])},",
         f"                      output_names={literal([f'out{k}' for k in range(len(sig.outputs))])},",
         f"                      dynamic_axes={_dynamic_axes(sig)})",

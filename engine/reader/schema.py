@@ -136,8 +136,10 @@ class SymExpr:
             return self.expr.strip()
         return None
 
-    def __str__(self) -> str:  # readable form used by inspect and the GUI
-        return self.symbol or self.expr
+    def __str__(self) -> str:  # readable form used by inspect and the GUI: ``s17``, ``32*s17``
+        from .symexpr import pretty
+
+        return self.symbol or pretty(self.expr)
 
 
 #: A size, stride or offset: a concrete int or a symbolic expression.

@@ -66,6 +66,9 @@ def exported(tmp_path_factory):
         "heavy_linear": lambda p: models.export(HeavyLinear(), (torch.randn(1, 512),), p),
         "dynamic_batch": lambda p: models.export(models.SmallConvNet(), (torch.randn(2, 3, 16, 16),), p,
                                                  dynamic_shapes=({0: torch.export.Dim("batch", min=1, max=8)},)),
+        "dynamic_size": lambda p: models.export(models.SmallConvNet(), (torch.randn(1, 3, 16, 16),), p,
+                                                dynamic_shapes=({2: 8 * torch.export.Dim("h", min=1, max=8),
+                                                                 3: 8 * torch.export.Dim("w", min=1, max=8)},)),
     }
 
     def get(name: str) -> Path:

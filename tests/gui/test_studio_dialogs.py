@@ -36,6 +36,19 @@ def test_convert_dialog_binds_dynamic_dims_and_turns_fp16_off(window, exported, 
     assert window.settings.get("convert/fp16", True, bool) is False
 
 
+@pytest.mark.torch
+def test_signature_shows_size_expressions_as_written(window, exported):
+    """An input exported as multiples of 8 (``8*h``): its shape reads ``[1, 3, 8*s0, 8*s1]``, not
+    sympy's ``Mul(Integer(8), Symbol('s0', ...))``."""
+    open_model(window, exported("dynamic_size"))
+    model = window.signature.model
+    inputs = next(model.item(r, 0) for r in range(model.rowCount()) if model.item(r, 0).text().startswith("Inputs"))
+    shape = inputs.child(0, 3).text()
+    assert shape.startswith("[1, 3, 8*s") and "Mul" not in shape and "Integer" not in shape, shape
+    outputs = next(model.item(r, 0) for r in range(model.rowCount()) if model.item(r, 0).text().startswith("Outputs"))
+    assert "Symbol" not in outputs.child(0, 3).text()
+
+
 def test_convert_dialog_reports_a_missing_plugin(window, qtbot, tmp_path):
     open_model(window, TINY_CNN)
     dlg = window.convert_dialog()

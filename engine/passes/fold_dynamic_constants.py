@@ -98,14 +98,12 @@ def size_operand(graph: Graph, symbol: str, before: Operator | None = None,
     computes it: not a value about to be folded; a feature map ``4*s0`` of an input ``32*s0``);
     one per size, placed right after the tensor's producer."""
     for op in graph.ops_of_type("aten.sym_size.int"):
-        if op.meta.get("measures") == symbol and (before is None or graph.ops.index(op) < graph.ops.index(before)):
-            return op.outputs[0]
-    candidates = list(graph.ops_of_type("pnnx.Input"))
-    if before is not None:
-        candidates += graph.ops[:graph.ops.index(before)]
-    for producer in candidates:
-        if not producer.outputs or producer.type in ("pnnx.Attribute",) or producer.type.startswith(_SCALAR_PREFIXES):
-            continue
+        if op.meta.get("measures") == symbol:
+            measured = op.inputs[0].producer
+            if before is None or measured is None or measured.type == "pnnx.Input" or \
+                    graph.ops.index(op) < graph.ops.index(before):
+                return op.outputs[0]
+    for producer in _measurable(graph, before):
         out = producer.outputs[0]
         if producer.type != "pnnx.Input" and runtime is not None and not runtime(out):
             continue
@@ -118,6 +116,18 @@ def size_operand(graph: Graph, symbol: str, before: Operator | None = None,
             opd.producer.provenance = Provenance((opd.producer.name,), ())
             return opd
     return None
+
+
+def _measurable(graph: Graph, before: Operator | None):
+    """The model inputs, then (given ``before``) the operators before it that compute a tensor."""
+    yield from graph.ops_of_type("pnnx.Input")
+    if before is None:
+        return
+    for op in graph.ops:
+        if op is before:
+            return
+        if op.outputs and op.type not in ("pnnx.Input", "pnnx.Attribute") and not op.type.startswith(_SCALAR_PREFIXES):
+            yield op
 
 
 def offset_size_operand(graph: Graph, dim: str, before: Operator | None = None,

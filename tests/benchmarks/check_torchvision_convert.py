@@ -153,8 +153,6 @@ def _export_transformers(name: str, dialect: str, work: Path):
 
 def one(name: str, dialect: str, work: Path, family: str = "classification", dynamic: bool = False) -> dict:
     """Build, export, convert and compare one model (runs in a child process)."""
-    import numpy as np
-
     from engine.convert import ConvertOptions, convert
     from tests.ncnn_runtime import run_layout
 

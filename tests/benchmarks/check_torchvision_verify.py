@@ -8,11 +8,14 @@ Run with the benchmark virtualenv (torch 2.14.1 + torchvision 0.29.1), never in 
     PYTHONPATH=. /work/benchvenv/bin/python tests/benchmarks/check_torchvision_verify.py --family segmentation
     PYTHONPATH=. /work/benchvenv/bin/python tests/benchmarks/check_torchvision_verify.py --family timm
     PYTHONPATH=. /work/benchvenv/bin/python tests/benchmarks/check_torchvision_verify.py --family transformers
+    PYTHONPATH=. /work/extvenv/bin/python tests/benchmarks/check_torchvision_verify.py --family ultralytics
+    PYTHONPATH=. /work/extvenv/bin/python tests/benchmarks/check_torchvision_verify.py --family diffusers
 
 Each model runs in its own process: built and exported like ``check_torchvision_convert.py``
 (seeded random weights, calibrated BatchNorm, TRAINING dialect, 1×3×224×224; ``--family
 optical_flow``: RAFT on two 1×3×128×128 images, ``torchvision_verify_optical_flow.md``; ``--family
-segmentation``: DeepLabV3, FCN, LR-ASPP, ``torchvision_verify_segmentation.md``), then the real
+segmentation``: DeepLabV3, FCN, LR-ASPP, ``torchvision_verify_segmentation.md``; ``--family
+ultralytics``: YOLO v3–v26 and RT-DETR on a 1×3×320×320 image), then the real
 command ``pt2ncnn verify MODEL.pt2 --json`` runs with fp16 weights and with fp32 weights. A
 correct conversion must give exit status 0 and no divergent layer in both. Then the fp32 model
 is written and one activation layer in its middle is sabotaged in the .param (ReLU, GELU, Swish,
@@ -127,7 +130,7 @@ def _row(r: dict) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--models", default="", help="comma-separated names (default: all models of the family)")
-    ap.add_argument("--family", choices=("classification", "optical_flow", "segmentation", "timm", "transformers"), default="classification")
+    ap.add_argument("--family", choices=("classification", "optical_flow", "segmentation", "timm", "transformers", "ultralytics", "diffusers"), default="classification")
     ap.add_argument("--one", help=argparse.SUPPRESS)
     ap.add_argument("--work", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--timeout", type=int, default=1800, help="seconds per model")
@@ -150,6 +153,8 @@ def main() -> int:
     sabotaged = [r for r in checked if r.get("sabotage")]
     named = [r for r in sabotaged if r["sabotage"].get("named")]
     heading = {"timm": f"the smallest {title} of each timm architecture",
+               "ultralytics": "every YOLO generation and task, and RT-DETR (Ultralytics, scale n)",
+               "diffusers": "diffusers' UNets and VAE in small",
                "transformers": "the Hugging Face models of the conversion check (`transformers_zoo`)"}.get(
         args.family, f"every torchvision {title}")
     text = [f"# `pt2ncnn verify` on {heading}", "",

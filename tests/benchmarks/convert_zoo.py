@@ -174,6 +174,87 @@ def _timm(name: str):
     return model.eval(), torch.randn(*shape, generator=g)
 
 
+#: Ultralytics models, built from the configs the package ships (``ultralytics.cfg.models``) at
+#: scale n: every YOLO generation and task (detect, segment, pose, oriented boxes, classify),
+#: and RT-DETR; name → task
+ULTRALYTICS_MODELS = {
+    "yolov3-tinyu": "detect", "yolov5nu": "detect", "yolov6n": "detect", "yolov8n": "detect",
+    "yolov8n-p2": "detect", "yolov8n-p6": "detect", "yolov8n-ghost": "detect", "yolov8n-seg": "segment",
+    "yolov8n-pose": "pose", "yolov8n-obb": "obb", "yolov8n-cls": "classify", "yolov9t": "detect",
+    "yolov10n": "detect", "yolo11n": "detect", "yolo11n-seg": "segment", "yolo11n-pose": "pose",
+    "yolo11n-obb": "obb", "yolo11n-cls": "classify", "yolo12n": "detect", "yolo12n-seg": "segment",
+    "yolo26n": "detect", "yolo26n-seg": "segment", "yolo26n-pose": "pose", "yolo26n-obb": "obb",
+    "yolo26n-cls": "classify", "rtdetr-l": "rtdetr",
+}
+#: their input: 320×320 (a multiple of the P6 models' stride 64), classifiers 224×224
+ULTRALYTICS_SIZE = {"classify": 224}
+
+
+def _ultralytics(name: str):
+    """``(model, x)``: Ultralytics model ``name`` of :data:`ULTRALYTICS_MODELS` built from its
+    config (seeded random weights, no download), BatchNorm calibrated, eval mode (the
+    inference head: decoded boxes, masks' coefficients and prototypes, keypoints...)."""
+    import torch
+    from ultralytics.nn import tasks
+
+    task = ULTRALYTICS_MODELS[name]
+    cls = {"detect": tasks.DetectionModel, "segment": tasks.SegmentationModel, "pose": tasks.PoseModel,
+           "obb": tasks.OBBModel, "classify": tasks.ClassificationModel, "rtdetr": tasks.RTDETRDetectionModel}[task]
+    size = ULTRALYTICS_SIZE.get(task, 320)
+    torch.manual_seed(0)
+    model = cls(f"{name}.yaml", verbose=False)
+    make_numerics_meaningful(model)
+    calibrate_batchnorm(model, shape=(1, 3, size, size), batch_size=2)
+    g = torch.Generator().manual_seed(1)
+    return model.eval(), torch.rand(1, 3, size, size, generator=g)
+
+
+#: diffusers models in small (two resolution levels, 32/64 channels), seeded random weights
+DIFFUSERS_MODELS = ("unet2d", "unet2d_condition", "vae_encoder", "vae_decoder")
+
+
+def _diffusers(name: str):
+    """``(model, inputs)``: a diffusers model of :data:`DIFFUSERS_MODELS` as a plain function of
+    tensors: the denoising UNet ``(sample, timestep) -> noise`` (with attention blocks), the
+    text-conditioned UNet of Stable Diffusion ``(latents, timestep, text states) -> noise``
+    (cross-attention, GEGLU), the VAE encoder ``image -> latent mean`` and decoder ``latents ->
+    image`` (GroupNorm, mid-block attention)."""
+    import torch
+    from diffusers import AutoencoderKL, UNet2DConditionModel, UNet2DModel
+
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(1)
+    small = {"block_out_channels": (32, 64), "layers_per_block": 1, "norm_num_groups": 8}
+    if name == "unet2d":
+        net = UNet2DModel(sample_size=32, in_channels=3, out_channels=3, down_block_types=("DownBlock2D", "AttnDownBlock2D"),
+                          up_block_types=("AttnUpBlock2D", "UpBlock2D"), **small)
+        fn, inputs = (lambda m, x, t: m(x, t).sample), (torch.randn(1, 3, 32, 32, generator=g), torch.tensor([10.0]))
+    elif name == "unet2d_condition":
+        net = UNet2DConditionModel(sample_size=16, in_channels=4, out_channels=4, cross_attention_dim=32,
+                                   attention_head_dim=8, down_block_types=("CrossAttnDownBlock2D", "DownBlock2D"),
+                                   up_block_types=("UpBlock2D", "CrossAttnUpBlock2D"), **small)
+        fn = lambda m, x, t, c: m(x, t, encoder_hidden_states=c).sample  # noqa: E731
+        inputs = (torch.randn(1, 4, 16, 16, generator=g), torch.tensor([10.0]), torch.randn(1, 7, 32, generator=g))
+    else:
+        net = AutoencoderKL(in_channels=3, out_channels=3, latent_channels=4, down_block_types=("DownEncoderBlock2D",) * 2,
+                            up_block_types=("UpDecoderBlock2D",) * 2, **small)
+        if name == "vae_encoder":
+            fn, inputs = (lambda m, x: m.encode(x).latent_dist.mean), (torch.randn(1, 3, 32, 32, generator=g),)
+        else:
+            fn, inputs = (lambda m, z: m.decode(z).sample), (torch.randn(1, 4, 16, 16, generator=g),)
+    make_numerics_meaningful(net)
+
+    class Call(torch.nn.Module):
+        def __init__(self, net):
+            super().__init__()
+            self.net = net
+
+        def forward(self, *args):
+            return fn(self.net, *args)
+
+    return Call(net).eval(), inputs
+
+
 #: RAFT's refinement steps in the exported graph (torchvision's default, unrolled)
 FLOW_UPDATES = 12
 
@@ -216,9 +297,15 @@ def classifier(name: str, family: str = "classification"):
     (299 for Inception-v3); video: a 1×3×16×112×112 clip (16×224×224 for S3D, MViT, Swin3D).
     ``optical_flow``: RAFT as :func:`_final_flow`, and ``x`` a tuple of two 1×3×128×128 images;
     ``segmentation``: the model as :func:`_segment_map` (no auxiliary head), a 1×3×224×224 image;
-    ``timm``: a model of :data:`TIMM_MODELS`, built by :func:`_timm`."""
+    ``timm``: a model of :data:`TIMM_MODELS`, built by :func:`_timm`; ``ultralytics``: one of
+    :data:`ULTRALYTICS_MODELS`, built by :func:`_ultralytics`; ``diffusers``: one of
+    :data:`DIFFUSERS_MODELS`, built by :func:`_diffusers` (a tuple of inputs)."""
     if family == "timm":
         return _timm(name)
+    if family == "ultralytics":
+        return _ultralytics(name)
+    if family == "diffusers":
+        return _diffusers(name)
     import torch
     import torchvision
 

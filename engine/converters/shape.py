@@ -810,9 +810,31 @@ def reshape_ncnn(ctx, op):
     try:
         return reshape_to(ctx, op.inputs[0], out, final=True)
     except Unsupported:
-        if "shape_expr" not in op.params:
+        if "shape_expr" in op.params:
+            return ctx.layer("Reshape", list(op.inputs), shape_expr=ncnn_shape_expression(op))
+        own = _shape_expression_of_input_dims(op)
+        if own is None:
             raise
-    return ctx.layer("Reshape", list(op.inputs), shape_expr=ncnn_shape_expression(op))
+    return ctx.layer("Reshape", [op.inputs[0]], shape_expr=ncnn_list_expression(own, [op.inputs[0]],
+                                                                                 drop=batch_dim(op.outputs[0])))
+
+
+def _shape_expression_of_input_dims(op) -> str | None:
+    """A pnnx list expression for a reshape whose every dynamic output dim is one of the input's
+    own dims (``unsqueeze`` / ``squeeze`` of a tensor with two dynamic dims: ``[1,size(@0,1),
+    size(@0,2),1]``); None otherwise."""
+    x, out = op.inputs[0], op.outputs[0]
+    if x.shape is None or out.shape is None:
+        return None
+    terms = []
+    for d in out.shape:
+        if isinstance(d, int):
+            terms.append(str(d))
+        elif d in x.shape:
+            terms.append(f"size(@0,{list(x.shape).index(d)})")
+        else:
+            return None
+    return "[" + ",".join(terms) + "]"
 
 
 #: ncnn expression operators for the pnnx expression functions (others keep their names)

@@ -447,6 +447,106 @@ def expand_by_product(graph: Graph) -> int:
     return count
 
 
+#: elementwise operators that may read a run-time size as a tensor operand (``x / (w - 1)``)
+_SIZE_READERS = {"aten.add.Tensor", "aten.sub.Tensor", "aten.mul.Tensor", "aten.div.Tensor", "aten.rsub.Tensor",
+                 "aten.maximum.default", "aten.minimum.default"}
+#: Python arithmetic on sizes → the ATen operator computing it on one-element tensors
+_SIZE_ARITHMETIC = {"_operator.add": "aten.add.Tensor", "_operator.sub": "aten.sub.Tensor",
+                    "_operator.mul": "aten.mul.Tensor", "_operator.truediv": "aten.div.Tensor"}
+
+
+class _SizesAsTensors:
+    """A run-time size read as a number by a float elementwise operator (a coordinate grid
+    normalised by ``w - 1``, a box scaled by the feature map's size) is computed by ncnn as a
+    one-element tensor: the sum of a ``ones`` vector of the largest size, cut (``Crop``) to the
+    size of the tensor it measures; ``+ - * /`` on such sizes become the same operators on
+    these tensors. Exact while the size stays below 2^24."""
+
+    def __init__(self, graph: Graph, shapes: _Shapes):
+        self.graph, self.shapes = graph, shapes
+        self.made: dict[int, Operand] = {}
+
+    def run(self) -> int:
+        count = 0
+        for op in list(self.graph.ops_of_type(*_SIZE_READERS)):
+            out = op.outputs[0]
+            if out.dtype not in ("f32", "f16", "bf16", "f64") or id(out) in self.shapes.values:
+                continue
+            for k, (name, opd) in enumerate(zip(op.input_names, op.inputs)):
+                if opd.shape != [] or "expr" not in opd.meta or opd.producer is None:
+                    continue
+                t = self.tensor(opd, op)
+                if t is None:
+                    continue
+                self.graph.set_input(op, k, t)
+                op.params[name] = f"%{t.name}"
+                count += 1
+        return count
+
+    def tensor(self, size: Operand, reader: Operator) -> Operand | None:
+        """``size`` as a one-element f32 tensor computed before ``reader``; None when not possible."""
+        if id(size) in self.made:
+            return self.made[id(size)]
+        p = size.producer
+        em = AtenEmitter(self.graph, reader)
+        em.base = f"{size.name}_as_tensor"
+        if p.type == "aten.sym_size.int" and id(p.inputs[0]) not in self.shapes.values and p.inputs[0].shape:
+            top = self._largest(str(size.meta["expr"]))
+            if top is None:
+                return None
+            ones = em.constant(np.ones(top, np.float32), name=f"{size.name}_ones")
+            cut = em.op("aten.slice.Tensor", [("self", ones), ("end", size)], shape=[str(size.meta["expr"])],
+                        dtype="f32", dim=0, start=0, end=f"%{size.name}", step=1)
+            t = em.op("aten.sum.dim_IntList", {"self": cut}, shape=[1], dtype="f32", dim=[0], keepdim=True)
+        elif p.type in _SIZE_ARITHMETIC:
+            args = []
+            for key in ("a", "b"):
+                v = p.named_input(key)
+                if v is not None:
+                    v = self.tensor(v, reader)
+                    if v is None:
+                        return None
+                else:
+                    v = p.params.get(key)
+                    if not isinstance(v, (int, float)) or isinstance(v, bool):
+                        return None
+                args.append(v)
+            kind = _SIZE_ARITHMETIC[p.type]
+            if not isinstance(args[0], Operand):  # a number first: ``c + s``, ``c * s``, ``c - s``
+                if p.type == "_operator.sub":
+                    args[1], kind = em.op("aten.neg.default", {"self": args[1]}, shape=[1], dtype="f32"), \
+                        "aten.add.Tensor"
+                elif p.type == "_operator.truediv":  # c / s = c * (1 / s)
+                    args[1], kind = em.op("aten.reciprocal.default", {"self": args[1]}, shape=[1], dtype="f32"), \
+                        "aten.mul.Tensor"
+                args = [args[1], args[0]]
+            a, b = args
+            inputs = {"self": a} if not isinstance(b, Operand) else {"self": a, "other": b}
+            extra = {} if isinstance(b, Operand) else {"other": b}
+            t = em.op(kind, inputs, shape=[1], dtype="f32", **extra)
+        elif p.type in ("torch.sym_float", "aten.sym_float.default") and p.inputs:
+            t = self.tensor(p.inputs[0], reader)
+        else:
+            return None
+        if t is not None:
+            t.producer.provenance = p.provenance
+            self.made[id(size)] = t
+        return t
+
+    def _largest(self, expr: str) -> int | None:
+        hi = {}
+        for n in _symbols([expr]):
+            top = self.shapes.ranges.get(n, (None, None))[1]
+            if top is None:
+                return None
+            hi[n] = int(top)
+        try:
+            value = dim_value(expr, hi)
+        except ValueError:
+            return None
+        return value if 0 < value <= 1 << 24 else None
+
+
 @graph_pass("fold_dynamic_constants", "values of dynamic size made of sizes and constants: fold at the largest "
                                       "size, cut to the run-time size")
 def run(graph: Graph, cx) -> None:
@@ -456,5 +556,6 @@ def run(graph: Graph, cx) -> None:
     f = _Folding(graph, cx)
     if f.shapes.ranges:
         f.run()
-    if f.folded:  # what computed the folded values at their traced size is unread now
+    turned = _SizesAsTensors(graph, f.shapes).run() if f.shapes.ranges else 0
+    if f.folded or turned:  # what computed the folded values at their traced size is unread now
         graph.remove_dead(keep=lambda op: op.type == "pnnx.Input")

@@ -70,3 +70,33 @@ def test_anchor_grids_fold_to_constants_cut_by_a_feature_map(tmp_path):
     shapes = sorted(list(op.outputs[0].shape) for op in largest)
     assert [96, 96, 2] in shapes and [48, 48, 2] in shapes, shapes  # the grids at 8*24/2 and 8*24/4
     assert not [op for op in result.pnnx.ops if "arange" in op.type or "meshgrid" in op.type]
+
+
+class Warp(nn.Module):
+    """Optical-flow style warping at a dynamic size: pixel coordinates plus a predicted flow,
+    normalised by ``w - 1`` and ``h - 1`` (sizes read as numbers), then ``grid_sample``."""
+
+    def __init__(self):
+        super().__init__()
+        self.flow = nn.Conv2d(3, 2, 3, 2, 1)
+        self.feat = nn.Conv2d(3, 4, 3, 2, 1)
+
+    def forward(self, x):
+        flow, feat = self.flow(x), self.feat(x)
+        h, w = feat.shape[-2:]
+        ys, xs = torch.meshgrid(torch.arange(h, dtype=x.dtype), torch.arange(w, dtype=x.dtype), indexing="ij")
+        px = (xs + flow[:, 0]) / (w - 1) * 2 - 1
+        py = (ys + flow[:, 1]) * (2.0 / (h - 1)) - 1
+        warped = nn.functional.grid_sample(feat, torch.stack((px, py), -1), align_corners=True)
+        return warped - flow[:, :1] * (1 - w) + (h + 3)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_sizes_read_as_numbers_follow_the_input_size(tmp_path, dialect):
+    """``x / (w - 1)`` with ``w`` a feature map's run-time width: ncnn computes the size as a
+    one-element tensor (a cut ones vector, summed) — it was refused ("other is the symbolic
+    scalar 4*s0-1")."""
+    torch.manual_seed(0)
+    h, w = _dims()
+    check_module(Warp().eval(), [torch.randn(1, 3, 32, 24)], tmp_path, dialect=dialect,
+                 dynamic_shapes=({2: 8 * h, 3: 8 * w},), run_inputs=[torch.randn(1, 3, 40, 56)])

@@ -115,8 +115,34 @@ def reshape_to(ctx, x: Operand, out: Sequence[Dim], *, final: bool = False, name
     if len(out) == 1 and (not isinstance(out[0], int) or (is_static(src) and _numel(src) == out[0])):
         y = ctx.layer("Flatten", [x], name=name)
     else:
-        y = ctx.layer("Reshape", [x], name=name, **reshape_params(out, src))
+        try:
+            params = reshape_params(out, src)
+        except Unsupported:
+            own = _own_dims_expression(out, src)
+            if own is None:
+                raise
+            params = {"shape_expr": own}
+        y = ctx.layer("Reshape", [x], name=name, **params)
     return y if final else intermediate(y, out)
+
+
+def _own_dims_expression(out: Sequence[Dim], src: Sequence[Dim] | None) -> str | None:
+    """An ncnn ``Reshape`` shape expression for ncnn shape ``out`` when each of its dynamic dims
+    is a dim of the input (ncnn shape ``src``) — ``0w``, ``0h``... — however many there are
+    (``torch.stack`` unsqueezes a ``(h, w)`` blob of two dynamic dims to ``(h, w, 1)``, where
+    the plain 0 = keep / -1 = infer parameters cannot say which dim goes where)."""
+    if not src or len(src) > 4 or not 1 <= len(out) <= 4:
+        return None
+    names = _DIM_NAMES[len(src)]
+    terms = []
+    for d in reversed(list(out)):
+        if isinstance(d, int):
+            terms.append(str(d))
+        elif d in src:
+            terms.append(f"0{names[list(src).index(d)]}")
+        else:
+            return None
+    return ",".join(terms)
 
 
 def _numel(shape: Sequence[int]) -> int:
@@ -810,31 +836,9 @@ def reshape_ncnn(ctx, op):
     try:
         return reshape_to(ctx, op.inputs[0], out, final=True)
     except Unsupported:
-        if "shape_expr" in op.params:
-            return ctx.layer("Reshape", list(op.inputs), shape_expr=ncnn_shape_expression(op))
-        own = _shape_expression_of_input_dims(op)
-        if own is None:
+        if "shape_expr" not in op.params:
             raise
-    return ctx.layer("Reshape", [op.inputs[0]], shape_expr=ncnn_list_expression(own, [op.inputs[0]],
-                                                                                 drop=batch_dim(op.outputs[0])))
-
-
-def _shape_expression_of_input_dims(op) -> str | None:
-    """A pnnx list expression for a reshape whose every dynamic output dim is one of the input's
-    own dims (``unsqueeze`` / ``squeeze`` of a tensor with two dynamic dims: ``[1,size(@0,1),
-    size(@0,2),1]``); None otherwise."""
-    x, out = op.inputs[0], op.outputs[0]
-    if x.shape is None or out.shape is None:
-        return None
-    terms = []
-    for d in out.shape:
-        if isinstance(d, int):
-            terms.append(str(d))
-        elif d in x.shape:
-            terms.append(f"size(@0,{list(x.shape).index(d)})")
-        else:
-            return None
-    return "[" + ",".join(terms) + "]"
+    return ctx.layer("Reshape", list(op.inputs), shape_expr=ncnn_shape_expression(op))
 
 
 #: ncnn expression operators for the pnnx expression functions (others keep their names)

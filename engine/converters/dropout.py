@@ -1,6 +1,6 @@
-"""Dropout and random values. At inference dropout does nothing, and ``remove_noops`` drops it before lowering; what
-reaches these rules is dropout in training mode (``train=True``: a model exported without
-``model.eval()``), which zeroes random values at every run. ncnn has nothing to compute it with,
+"""Dropout and random values. At inference dropout does nothing, and ``remove_noops`` drops it
+before lowering; what reaches these rules is dropout in training mode (``train=True``: a model
+exported without ``model.eval()``), which zeroes random values at every run. ncnn has nothing to compute it with,
 and a converted model would not be the one the user runs, so it is refused with the cure:
 export after ``model.eval()``. A ``native_dropout`` whose mask is used is refused too, and so
 is every operator drawing random values (``bernoulli``, core ATen's form of training-mode

@@ -164,6 +164,12 @@ def triangle(ctx, op):
     return _expression(ctx, _select_terms(ctx, keep, x, 0.0))
 
 
+def _cut(ctx, x, dim: int, start: int, end: int):
+    """``x[start:end]`` along ``dim`` (static bounds within the dim)."""
+    return ctx.emit("Tensor.slice", [x], params={"dim": dim, "start": start, "end": end, "step": 1},
+                    shape=x.shape[:dim] + [end - start] + x.shape[dim + 1:])
+
+
 def _scatter(ctx, op, src, dim: int, start: int, end: int):
     x, out = op.inputs[0], op.outputs[0]
     size = x.shape[dim]
@@ -172,8 +178,7 @@ def _scatter(ctx, op, src, dim: int, start: int, end: int):
     start, end = (v + size if v < 0 else v for v in (start, min(end, size)))
     parts = []
     if start > 0:
-        parts.append(ctx.emit("Tensor.slice", [x], params={"dim": dim, "start": 0, "end": start, "step": 1},
-                              shape=x.shape[:dim] + [start] + x.shape[dim + 1:]))
+        parts.append(_cut(ctx, x, dim, 0, start))
     parts.append(src)
     if end < size:
         parts.append(ctx.emit("Tensor.slice", [x], params={"dim": dim, "start": end, "end": INT64_MAX, "step": 1},
@@ -181,12 +186,6 @@ def _scatter(ctx, op, src, dim: int, start: int, end: int):
     if len(parts) == 1:
         return ctx.emit("Tensor.reshape", [src], params={"shape": list(out.shape)})
     return ctx.emit("torch.cat", parts, params={"dim": dim})
-
-
-def _cut(ctx, x, dim: int, start: int, end: int):
-    """``x[start:end]`` along ``dim`` (static bounds within the dim)."""
-    return ctx.emit("Tensor.slice", [x], params={"dim": dim, "start": start, "end": end, "step": 1},
-                    shape=x.shape[:dim] + [end - start] + x.shape[dim + 1:])
 
 
 def _view(ctx, x, shape):

@@ -38,6 +38,7 @@ from ..diagnostics import Diagnostic
 from ..errors import PT2Error, PT2FormatError
 from ..ir import Attribute, Graph, Operand, Operator
 from ..ir.vocab import is_aten
+from ..ncnn.expr import ExprError, evaluate
 from ._rewrite import replace_chain
 from .manager import graph_pass
 
@@ -145,20 +146,26 @@ def _pow(a: Args):
     return np.power(base, exp)
 
 
+def dim_value(d: Any, binding: dict[str, int]) -> int:
+    """A dim (an int or an expression text like ``2*s3+1``, ``max(1;s3-2)``) at ``binding``."""
+    if isinstance(d, int):
+        return d
+    try:
+        return int(evaluate(str(d).replace(";", ","), binding))
+    except (ExprError, TypeError, ValueError, ZeroDivisionError, KeyError) as e:
+        raise ValueError(f"cannot evaluate size {d}: {e}") from None
+
+
 def _sym_dim(graph: Graph, d: Any) -> int:
     """A dim at the sizes bound in ``graph.meta["symbol_values"]``: a bound symbol, or an
     expression of bound symbols (``4*s0``: a feature map of an input ``32*s0``)."""
-    if isinstance(d, int):
-        return d
     bound = graph.meta.get("symbol_values", {})
     if isinstance(d, str) and d in bound:
         return int(bound[d])
-    if isinstance(d, str) and bound:
-        from ..ncnn.expr import ExprError, evaluate
-
+    if isinstance(d, int) or (isinstance(d, str) and bound):
         try:
-            return int(evaluate(d.replace(";", ","), bound))
-        except (ExprError, TypeError, ValueError, ZeroDivisionError, KeyError):
+            return dim_value(d, bound)
+        except ValueError:
             pass
     raise _NotConstant(d)
 

@@ -42,9 +42,9 @@ import numpy as np
 from ..diagnostics import Diagnostic
 from ..ir import Graph, Operand, Operator, Provenance
 from ..ir.vocab import is_aten
-from ..ncnn.expr import ExprError, evaluate
 from ._aten import AtenEmitter
-from .fold_constants import FOLD_BUDGET, FOLDERS, MESHGRIDS, SHAPE_ARGS, SHAPE_ONLY, _Folder
+from .fold_constants import (_SCALAR_PREFIXES, FOLD_BUDGET, FOLDERS, MESHGRIDS, SHAPE_ARGS, SHAPE_ONLY, _Folder,
+                             dim_value)
 from .manager import graph_pass
 
 log = logging.getLogger(__name__)
@@ -56,7 +56,6 @@ GROWTH = 16
 #: creation ops: their values must be folded (ncnn cannot make them), whatever their size
 CREATION = {t for t in FOLDERS if any(k in t for k in ("arange", "full", "zeros", "ones", "eye", "_window",
                                                       "scalar_tensor", "new_empty", "empty"))} | SHAPE_ONLY
-_SCALAR_PREFIXES = ("_operator.", "torch.sym_", "math.", "aten.sym_")
 _SYMBOL = re.compile(r"[A-Za-z_]\w*")
 _OFFSET = re.compile(r"([A-Za-z_]\w*)([+-]\d+)?")
 
@@ -67,16 +66,6 @@ def _symbols(dims) -> set[str]:
         if isinstance(d, str):
             out.update(n for n in _SYMBOL.findall(d) if n not in ("max", "min"))
     return out
-
-
-def dim_value(d: Any, binding: dict[str, int]) -> int:
-    """A dim (an int or an expression text like ``2*s3+1``, ``max(1;s3-2)``) at ``binding``."""
-    if isinstance(d, int):
-        return d
-    try:
-        return int(evaluate(str(d).replace(";", ","), binding))
-    except (ExprError, TypeError, ValueError, ZeroDivisionError) as e:
-        raise ValueError(f"cannot evaluate size {d}: {e}") from None
 
 
 def largest_size(graph: Graph, d: Any) -> int | None:
@@ -458,9 +447,10 @@ _SIZE_ARITHMETIC = {"_operator.add": "aten.add.Tensor", "_operator.sub": "aten.s
 class _SizesAsTensors:
     """A run-time size read as a number by a float elementwise operator (a coordinate grid
     normalised by ``w - 1``, a box scaled by the feature map's size) is computed by ncnn as a
-    one-element tensor: the sum of a ``ones`` vector of the largest size, cut (``Crop``) to the
-    size of the tensor it measures; ``+ - * /`` on such sizes become the same operators on
-    these tensors. Exact while the size stays below 2^24."""
+    one-element tensor: the sum of a ``ones`` vector of the largest size, cut (``Crop``, as
+    :func:`cut_constant_to` cuts any folded value) to the size of a tensor that has it as a dim;
+    ``+ - * /`` on sizes no tensor has become the same operators on these tensors. Exact while
+    the size stays below 2^24."""
 
     def __init__(self, graph: Graph, shapes: _Shapes):
         self.graph, self.shapes = graph, shapes
@@ -490,13 +480,12 @@ class _SizesAsTensors:
         p = size.producer
         em = AtenEmitter(self.graph, reader)
         em.base = f"{size.name}_as_tensor"
-        if p.type == "aten.sym_size.int" and id(p.inputs[0]) not in self.shapes.values and p.inputs[0].shape:
-            top = self._largest(str(size.meta["expr"]))
-            if top is None:
-                return None
-            ones = em.constant(np.ones(top, np.float32), name=f"{size.name}_ones")
-            cut = em.op("aten.slice.Tensor", [("self", ones), ("end", size)], shape=[str(size.meta["expr"])],
-                        dtype="f32", dim=0, start=0, end=f"%{size.name}", step=1)
+        expr = str(size.meta["expr"])
+        top = self._largest(expr)
+        cut = None if top is None else cut_constant_to(self.graph, em, np.ones(top, np.float32), [expr],
+                                                       name=f"{size.name}_ones", dtype="f32", before=reader,
+                                                       runtime=lambda o: id(o) not in self.shapes.values)
+        if cut is not None:  # a size some tensor computed before the reader has as a dim
             t = em.op("aten.sum.dim_IntList", {"self": cut}, shape=[1], dtype="f32", dim=[0], keepdim=True)
         elif p.type in _SIZE_ARITHMETIC:
             args = []

@@ -18,6 +18,7 @@ import enum
 from typing import Any, Union
 
 from ..records import field, record
+from .symexpr import pretty
 
 
 class ScalarType(enum.IntEnum):
@@ -137,8 +138,6 @@ class SymExpr:
         return None
 
     def __str__(self) -> str:  # readable form used by inspect and the GUI: ``s17``, ``32*s17``
-        from .symexpr import pretty
-
         return self.symbol or pretty(self.expr)
 
 

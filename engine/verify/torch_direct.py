@@ -182,11 +182,16 @@ class _Program:
             raise Unsupported(f"{name}: computed {value.dtype} rank {value.dim()}, the file records "
                               f"{meta.dtype.name} rank {len(meta.sizes)}")
 
+    @staticmethod
+    def _one_value(node: S.Node) -> bool:
+        """Whether the node returns one value (not a list of them)."""
+        return len(node.outputs) == 1 and node.outputs[0].tag not in ("as_tensors", "as_optional_tensors")
+
     def _bind(self, node: S.Node, result) -> None:
         outs = node.outputs
         if not outs:  # an op run for its check alone (``_assert_tensor_metadata``): nothing to bind
             return
-        if len(outs) == 1 and outs[0].tag not in ("as_tensors", "as_optional_tensors"):
+        if self._one_value(node):
             pairs = [(outs[0], result)]
         elif len(outs) == 1:
             pairs = [(S.Argument("as_tensor", r), v) for r, v in zip(outs[0].value, result)]
@@ -242,8 +247,7 @@ class _Program:
         finally:
             self.metas = outer
         results = [self._ref(o.value) for o in sub.outputs]
-        single = len(node.outputs) == 1 and node.outputs[0].tag not in ("as_tensors", "as_optional_tensors")
-        return results[0] if single and len(results) == 1 else tuple(results)
+        return results[0] if self._one_value(node) and len(results) == 1 else tuple(results)
 
 
 def run_direct(ep, inputs: ModelInputs, *, keep: Collection[str] | None = None,

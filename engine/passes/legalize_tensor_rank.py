@@ -22,7 +22,8 @@ it on a ≤4-D *physical* tensor holding the same data in the same row-major ord
 * elementwise ``pnnx.Expression`` merges runs of dims with the same broadcast pattern over its
   inputs (``(1, 64, 3, 49, 49) + (1, 64, 1, 49, 49)`` is ``(64, 3, 2401) + (64, 1, 2401)``);
   constants are reshaped in place;
-* ``torch.cat``, ``F.softmax``/``F.log_softmax`` and reductions view their tensor as
+* ``torch.cat``, ``F.softmax``/``F.log_softmax`` and reductions (``max``/``min`` over a dim whose
+  indices nobody reads as ``amax``/``amin``: Hiera's query pooling) view their tensor as
   ``(before, dim(s), after)``; unary activations run on the physical tensor as it is, and
   ``nn.Linear`` (or ``torch.matmul`` by a matrix) on its ``(rows, features)`` view (Twins-SVT's
   qkv projection of its 6-D windows).
@@ -58,6 +59,8 @@ _RESHAPES = ("Tensor.reshape", "Tensor.view", "torch.flatten", "torch.squeeze", 
 _PERMUTES = ("Tensor.permute", "torch.permute", "torch.transpose")
 _SOFTMAX = ("F.softmax", "F.log_softmax")
 _REDUCTIONS = ("torch.sum", "torch.mean", "torch.amax", "torch.amin", "torch.prod")
+#: ``max``/``min`` over a dim whose indices nobody reads (one output): ``amax``/``amin`` there
+_VALUES_ONLY = {"torch.max": "torch.amax", "torch.min": "torch.amin"}
 #: ops computed element by element, whatever the layout
 _UNARY = ("F.relu", "F.relu6", "F.gelu", "F.silu", "F.sigmoid", "F.tanh", "F.hardswish", "F.hardsigmoid", "F.elu",
           "F.leaky_relu", "F.mish", "F.selu", "F.celu", "F.softplus", "F.hardtanh", "F.logsigmoid", "torch.clamp")
@@ -204,7 +207,7 @@ class _Rewriter:
             return self.do_cat
         if t in _SOFTMAX:
             return self.do_softmax
-        if t in _REDUCTIONS:
+        if t in _REDUCTIONS or (t in _VALUES_ONLY and len(op.outputs) == 1 and op.params.get("dim") is not None):
             return self.do_reduce
         if t in _UNARY:
             return self.do_unary
@@ -405,6 +408,7 @@ class _Rewriter:
 
     def do_reduce(self, op: Operator) -> None:
         x = op.inputs[0]
+        kind = _VALUES_ONLY.get(op.type, op.type)
         rank = len(x.shape)
         dims = op.params.get("dim")
         dims = set(range(rank)) if dims is None else {_norm(d, rank) for d in
@@ -421,7 +425,7 @@ class _Rewriter:
             v, shape = self.source(x), list(x.shape)
             for g in (g for g in groups if g[0] in dims):
                 before, after = math.prod(shape[:g[0]]), math.prod(shape[g[-1] + 1:])
-                v = self.emit(op.type, [self.reshape(v, [before, math.prod(shape[d] for d in g), after])],
+                v = self.emit(kind, [self.reshape(v, [before, math.prod(shape[d] for d in g), after])],
                               [before, 1, after], {**op.params, "dim": [1], "keepdim": True})
                 shape = [1 if d in g else n for d, n in enumerate(shape)]
             self.result(op, 0, v)
@@ -430,7 +434,7 @@ class _Rewriter:
         reduced = [k for k, g in enumerate(groups) if g[0] in dims]
         v = self.view(x, shape)
         kept = [1 if k in reduced else s for k, s in enumerate(shape)]
-        self.result(op, 0, self.emit(op.type, [v], kept, {**op.params, "dim": reduced, "keepdim": True}))
+        self.result(op, 0, self.emit(kind, [v], kept, {**op.params, "dim": reduced, "keepdim": True}))
 
     # ------------------------------------------------------------------ finishing
     def finish(self) -> None:

@@ -125,6 +125,20 @@ def test_softmax_reduce_cat_split_of_5d(tmp_path, dialect):
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
+def test_max_over_a_dim_of_6d(tmp_path, dialect):
+    """Hiera's query pooling: a 6-D view of (batch, heads, windows, tokens, head dim) split by
+    the stride, then ``max(dim=3).values`` (and ``min``) — indices unread, so an ``amax``."""
+    def f(x):
+        q = x.view(1, 2, 3, 4, 5, 6).permute(0, 2, 1, 3, 4, 5)
+        top = q.max(dim=3).values
+        low = torch.min(q, dim=4, keepdim=True).values
+        return top.reshape(1, -1), (low * 2.0).reshape(1, -1)
+
+    c = check_module(Fn(f), [torch.randn(1, 720)], tmp_path, dialect=dialect)
+    assert "ArgMax" not in _types(c)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
 def test_select_and_slice_of_6d(tmp_path, dialect):
     def f(x):
         y = x.view(1, 2, 3, 4, 5, 2).permute(0, 2, 1, 4, 3, 5)

@@ -182,10 +182,12 @@ class _Verifier:
                             notes=self.notes, seconds=time.perf_counter() - t0)
 
     # ---------------------------------------------------------------- comparison
-    def _input_feeds(self, graph: Graph, blobmap: BlobMap, values) -> dict[str, np.ndarray]:
-        """The model inputs, the first sample of each batch (verify compares one sample: a
-        blob is read back without its batch axis)."""
-        feeds = {}
+    def _input_feeds(self, graph: Graph, blobmap: BlobMap, values) -> tuple[dict[str, np.ndarray], frozenset[str]]:
+        """The model inputs in ncnn's layout, and the input blobs fed as a batch of several
+        samples: PyTorch's whole batch, samples first (a model may gather its batch into one
+        blob, as PatchTST gathers its channels: one sample alone is not its input). Verify still
+        compares one sample: a blob is read back as its first."""
+        feeds, batched = {}, set()
         for op in graph.ops:
             if op.type not in INPUT_TYPES:
                 continue
@@ -201,9 +203,12 @@ class _Verifier:
                     if v.shape[b] > 1:
                         self.notes.append(f"PyTorch ran a batch of {v.shape[b]} (input {ref.value}); verify "
                                           f"compares the first sample")
-                    v = np.take(v, 0, axis=b)
+                        v = np.moveaxis(v, b, 0)
+                        batched.add(o.name)
+                    else:
+                        v = np.take(v, 0, axis=b)
                 feeds[o.name] = v
-        return feeds
+        return feeds, frozenset(batched)
 
     def _laid_out(self, blob: str, got, blobmap: BlobMap, values) -> tuple[np.ndarray | None, str, bool]:
         """PyTorch's value of ``blob`` in the layout of ``got`` (ncnn's array): see
@@ -217,10 +222,11 @@ class _Verifier:
         self.graph = graph
         values = tv.values
         model.int32_blobs = int32_input_blobs(graph)
-        feeds = self._input_feeds(graph, blobmap, values)
+        feeds, batched = self._input_feeds(graph, blobmap, values)
         #: the blobs ncnn computed as a batch of several samples, whole (``self.full``: the first)
         self.full_batches: dict[str, np.ndarray] = {}
-        self.full = model.run(feeds, [o.name for op in graph.ops for o in op.outputs], batches=self.full_batches)
+        self.full = model.run(feeds, [o.name for op in graph.ops for o in op.outputs], batched=batched,
+                              batches=self.full_batches)
         # PyTorch's values in the blobs' layouts: what the layers are compared with and fed
         self.laid: dict[str, np.ndarray] = {}
         self.laid_note: dict[str, tuple[str, bool]] = {}

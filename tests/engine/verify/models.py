@@ -309,3 +309,32 @@ class DeepTanh(nn.Module):
             x = torch.tanh(layer(x)) * 1.5
         return x
 
+
+
+class ChannelsAsBatch(nn.Module):
+    """PatchTST's channel independence: a (1, T, C) series scaled per channel over time, cut
+    into patches per channel, each channel run through the same attention as a sample of its
+    own (``(B·C, heads, patches, head dim)``). The converter makes the channels the batch axis
+    of the input and gathers them into one blob at once: one channel alone is not the model's
+    input."""
+
+    def __init__(self, patch: int = 4, d: int = 8, heads: int = 2, out: int = 5):
+        super().__init__()
+        self.patch, self.heads = patch, heads
+        self.embed, self.qkv = nn.Linear(patch, d), nn.Linear(d, 3 * d)
+        self.head = nn.Linear(d * 16 // patch, out)
+        #: PatchTST's observed-values mask, a weight per time step and channel here
+        self.register_buffer("observed", torch.rand(1, 16, 3) + 0.5)
+
+    def forward(self, x):
+        b, t, c = x.shape
+        x = x * self.observed
+        mean = x.mean(1, keepdim=True)
+        scale = ((x - mean) ** 2).mean(1, keepdim=True).add(1e-5).sqrt()
+        z = ((x - mean) / scale).transpose(1, 2).unfold(-1, self.patch, self.patch)  # (B, C, P, patch)
+        h = torch.relu(self.embed(z)).reshape(b * c, t // self.patch, -1)  # (B·C, P, d); ATen node relu
+        q, k, v = (u.reshape(b * c, t // self.patch, self.heads, -1).transpose(1, 2)
+                   for u in self.qkv(h).chunk(3, -1))
+        a = nn.functional.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(b * c, t // self.patch, -1)
+        y = self.head((h + a).reshape(b, c, -1))  # (B, C, out)
+        return y.transpose(1, 2) * scale + mean, mean

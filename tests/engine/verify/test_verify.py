@@ -14,7 +14,7 @@ pytest.importorskip("ncnn")
 from engine.verify import Cancelled, VerifyError, VerifyOptions, verify  # noqa: E402
 from engine.verify.result import DIVERGENT, FAILED, INHERITED, OK  # noqa: E402
 from tests.engine.verify.models import (BROKEN_RELU, RELU_AS_SIGMOID, SHIFTED_CONV, SHIFTED_PADDING,  # noqa: E402
-                                        ModeRegions, export, relu_as_sigmoid, write_plugin)
+                                        ChannelsAsBatch, ModeRegions, export, relu_as_sigmoid, write_plugin)
 
 FP32 = VerifyOptions(fp16=False)
 
@@ -224,6 +224,28 @@ def test_two_inputs_batch_of_two_compares_the_first_sample(tmp_path):
     assert any("batch of 2" in n and "first sample" in n for n in r.notes)
     conv = r.layer("conv2d")
     assert conv.blobs[0].ncnn_shape == (4, 8, 8) and conv.blobs[0].torch_shape == (2, 4, 8, 8)
+
+
+@pytest.mark.parametrize("dialect", ["training", "core"])
+def test_an_input_batch_gathered_into_one_blob_is_fed_whole(tmp_path, dialect):
+    """PatchTST-style channels as the batch axis of the input, gathered into one blob by the
+    first layer: verify fed ncnn the first channel alone, that Reshape failed on it, and a
+    correct model had its first layer blamed. The input batch is now fed whole."""
+    torch.manual_seed(0)
+    pt2 = export(ChannelsAsBatch().eval(), [torch.randn(1, 16, 3)], tmp_path / "channels.pt2", dialect)
+    r = verify(pt2, FP32)
+    assert r.first_divergent is None and r.ok, (r.first_divergent and r.first_divergent.layer)
+    assert any("batch of 3" in n for n in r.notes)
+    assert all(o.ok for o in r.outputs) and len(r.outputs) == 2
+    assert sum(1 for x in r.layers for b in x.blobs if b.compared) >= 10
+    # a relu broken after the gather: its blob (one channel's rows) has no batch axis verify
+    # knows, so the first compared layer after it is blamed, run together with it
+    broken = write_plugin(tmp_path / "broken.py", relu_as_sigmoid("relu"))
+    b = verify(pt2, VerifyOptions(fp16=False, converters=[broken]))
+    fd = b.first_divergent
+    assert not b.ok and fd is not None and "relu" in fd.isolated_with, (fd and (fd.layer, fd.isolated_with))
+    assert [x.layer for x in b.layers if x.blamed] == [fd.layer]
+    assert all(x.status == OK for x in b.layers[:fd.index] if x.blobs and any(y.compared for y in x.blobs))
 
 
 def test_without_isolated_runs_blame_follows_input_errors(cnn_training_pt2, tmp_path):

@@ -468,15 +468,22 @@ def siglip_vision(with_mask):
     return _image(T.SiglipVisionModel(T.SiglipVisionConfig(**VISION)))
 
 
-@_seed
-def detr(with_mask):
+def _detr_like(prefix: str, stages=("stage2",), **config) -> Case:
+    """``transformers.<prefix>ForObjectDetection`` on a two-stage ResNet, one encoder and one
+    decoder layer (``config`` overrides), on a 64×64 image."""
     import transformers as T
     backbone = T.ResNetConfig(num_channels=3, embedding_size=16, hidden_sizes=[16, 32], depths=[1, 1],
-                              out_features=["stage2"])
-    cfg = T.DetrConfig(use_timm_backbone=False, backbone_config=backbone, use_pretrained_backbone=False, d_model=32,
-                       encoder_layers=1, decoder_layers=1, encoder_attention_heads=4, decoder_attention_heads=4,
-                       encoder_ffn_dim=64, decoder_ffn_dim=64, num_queries=10, num_labels=5)
-    return _image(T.DetrForObjectDetection(cfg), 64)
+                              out_features=list(stages))
+    c = dict(use_timm_backbone=False, backbone_config=backbone, use_pretrained_backbone=False, d_model=32,
+             encoder_layers=1, decoder_layers=1, encoder_attention_heads=4, decoder_attention_heads=4,
+             encoder_ffn_dim=64, decoder_ffn_dim=64, num_queries=10, num_labels=5)
+    c.update(config)
+    return _image(getattr(T, f"{prefix}ForObjectDetection")(getattr(T, f"{prefix}Config")(**c)), 64)
+
+
+@_seed
+def detr(with_mask):
+    return _detr_like("Detr")
 
 
 def _lively(model):
@@ -718,6 +725,402 @@ def edgenext(with_mask):
     return _image(timm.create_model("edgenext_xx_small", pretrained=False), 256, "x")
 
 
+# ----------------------------------------------------------------------------- the 2026-12-05 sweep
+# dense prediction (depth, super-resolution, pose, segmentation heads), newer backbones and text
+# models, state-space and recurrent models, time series: families nobody had tried here
+
+
+@_seed
+def dpt(with_mask):
+    import transformers as T
+    cfg = T.DPTConfig(hidden_size=32, num_hidden_layers=4, num_attention_heads=4, intermediate_size=64, image_size=32,
+                      patch_size=8, backbone_out_indices=[0, 1, 2, 3], neck_hidden_sizes=[8, 16, 16, 32],
+                      fusion_hidden_size=16, head_in_index=-1)
+    return _image(_lively(T.DPTForDepthEstimation(cfg)))
+
+
+@_seed
+def depth_anything(with_mask):
+    import transformers as T
+    backbone = T.Dinov2Config(hidden_size=32, num_hidden_layers=4, num_attention_heads=4, mlp_ratio=2, image_size=28,
+                              patch_size=14, out_indices=[1, 2, 3, 4], reshape_hidden_states=False,
+                              apply_layernorm=True)
+    cfg = T.DepthAnythingConfig(backbone_config=backbone, reassemble_hidden_size=32, patch_size=14,
+                                neck_hidden_sizes=[8, 16, 16, 32], fusion_hidden_size=16, head_hidden_size=8)
+    model = _lively(T.DepthAnythingForDepthEstimation(cfg))
+    with torch.no_grad():  # the head ends in a ReLU, which a random head leaves at 0 everywhere
+        model.head.conv3.bias.fill_(1.0)
+    return _image(model, 28)
+
+
+@_seed
+def glpn(with_mask):
+    import transformers as T
+    cfg = T.GLPNConfig(num_encoder_blocks=4, depths=[1, 1, 1, 1], sr_ratios=[8, 4, 2, 1], hidden_sizes=[8, 16, 32, 64],
+                       num_attention_heads=[1, 1, 2, 2], mlp_ratios=[2, 2, 2, 2], decoder_hidden_size=16,
+                       head_in_index=-1)
+    return _image(_lively(T.GLPNForDepthEstimation(cfg)), 64)
+
+
+@_seed
+def swin2sr(with_mask):
+    import transformers as T
+    cfg = T.Swin2SRConfig(image_size=16, patch_size=1, embed_dim=16, depths=[1, 1], num_heads=[2, 2], window_size=4,
+                          upscale=2, upsampler="pixelshuffle")
+    return _image(_lively(T.Swin2SRForImageSuperResolution(cfg)), 16)
+
+
+@_seed
+def vitpose(with_mask):
+    import transformers as T
+    backbone = T.VitPoseBackboneConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, mlp_ratio=2,
+                                       image_size=[64, 48], patch_size=[16, 16], out_indices=[2])
+    model = _lively(T.VitPoseForPoseEstimation(T.VitPoseConfig(backbone_config=backbone, num_labels=5)))
+    x = torch.randn(1, 3, 64, 48, generator=torch.Generator().manual_seed(1))
+    return Case(model, {"pixel_values": x})
+
+
+@_seed
+def upernet(with_mask):
+    import transformers as T
+    backbone = T.ConvNextConfig(hidden_sizes=[8, 16, 32, 64], depths=[1, 1, 1, 1],
+                                out_features=["stage1", "stage2", "stage3", "stage4"])
+    cfg = T.UperNetConfig(backbone_config=backbone, hidden_size=16, num_labels=3, use_auxiliary_head=False)
+    return _image(_lively(T.UperNetForSemanticSegmentation(cfg)), 64)
+
+
+@_seed
+def sam_vision(with_mask):
+    import transformers as T
+    cfg = T.SamVisionConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, mlp_dim=64, image_size=64,
+                            patch_size=8, output_channels=16, window_size=4, global_attn_indexes=[1])
+    return _image(_lively(T.SamVisionModel(cfg)), 64)
+
+
+@_seed
+def hiera(with_mask):
+    import transformers as T
+    cfg = T.HieraConfig(embed_dim=16, image_size=[64, 64], patch_size=[7, 7], patch_stride=[4, 4],
+                        patch_padding=[3, 3], depths=[1, 1, 1, 1], num_heads=[1, 2, 2, 4],
+                        masked_unit_size=[8, 8], query_stride=[2, 2])
+    return _image(_lively(T.HieraModel(cfg)), 64)
+
+
+@_seed
+def dinov2_registers(with_mask):
+    import transformers as T
+    cfg = T.Dinov2WithRegistersConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, mlp_ratio=2,
+                                      image_size=32, patch_size=8, num_register_tokens=2)
+    return _image(_lively(T.Dinov2WithRegistersModel(cfg)))
+
+
+@_seed
+def dinov3_vit(with_mask):
+    import transformers as T
+    cfg = T.DINOv3ViTConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+                            image_size=32, patch_size=8, num_register_tokens=2)
+    return _image(_lively(T.DINOv3ViTModel(cfg)))
+
+
+@_seed
+def mobilevit_v2(with_mask):
+    import transformers as T
+    cfg = T.MobileViTV2Config(image_size=64, width_multiplier=0.25)
+    return _image(_lively(T.MobileViTV2Model(cfg)), 64)
+
+
+@_seed
+def cvt(with_mask):
+    import transformers as T
+    three = lambda *v: list(v)  # noqa: E731  (one value per stage; HF indexes stage k's drop-path rates by k: depth k + 1 at least)
+    cfg = T.CvtConfig(embed_dim=three(16, 32, 32), num_heads=three(1, 2, 2), depth=three(1, 2, 3),
+                      patch_sizes=three(7, 3, 3), patch_stride=three(4, 2, 2), patch_padding=three(2, 1, 1),
+                      cls_token=three(False, False, True))
+    return _image(_lively(T.CvtModel(cfg)), 64)
+
+
+@_seed
+def poolformer(with_mask):
+    import transformers as T
+    cfg = T.PoolFormerConfig(hidden_sizes=[16, 32, 32, 64], depths=[1, 1, 1, 1], image_size=64)
+    return _image(_lively(T.PoolFormerModel(cfg)), 64)
+
+
+@_seed
+def bit(with_mask):
+    import transformers as T
+    cfg = T.BitConfig(embedding_size=16, hidden_sizes=[32, 64], depths=[1, 1], layer_type="preactivation", num_groups=4)
+    return _image(_lively(T.BitModel(cfg)), 64)
+
+
+@_seed
+def swiftformer(with_mask):
+    import transformers as T
+    cfg = T.SwiftFormerConfig(depths=[1, 1, 1, 1], embed_dims=[16, 16, 32, 32])
+    return _image(_lively(T.SwiftFormerModel(cfg)), 64)
+
+
+@_seed
+def textnet(with_mask):
+    import transformers as T
+    return _image(_lively(T.TextNetModel(T.TextNetConfig())), 64)
+
+
+@_seed
+def modernbert(with_mask):
+    import transformers as T
+    cfg = T.ModernBertConfig(vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=3,
+                             num_attention_heads=4, global_attn_every_n_layers=3, local_attention=8,
+                             max_position_embeddings=64, pad_token_id=0, bos_token_id=1, eos_token_id=2,
+                             cls_token_id=1, sep_token_id=2)
+    return _text(T.ModernBertModel(cfg), with_mask)
+
+
+@_seed
+def roformer(with_mask):
+    import transformers as T
+    return _text(T.RoFormerModel(T.RoFormerConfig(**SMALL, max_position_embeddings=64)), with_mask)
+
+
+@_seed
+def squeezebert(with_mask):
+    import transformers as T
+    cfg = T.SqueezeBertConfig(**SMALL, embedding_size=32, max_position_embeddings=64, q_groups=2, k_groups=2,
+                              v_groups=2, post_attention_groups=2, intermediate_groups=2, output_groups=2)
+    return _text(T.SqueezeBertModel(cfg), with_mask)
+
+
+gemma3 = _decoder("Gemma3Text", head_dim=8, sliding_window=8, layer_types=["sliding_attention", "full_attention"])
+
+
+glm4 = _decoder("Glm4", head_dim=8)
+
+
+olmo3 = _decoder("Olmo3", sliding_window=8, layer_types=["sliding_attention", "full_attention"])
+
+
+@_seed
+def lfm2(with_mask):
+    import transformers as T
+    cfg = T.Lfm2Config(vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64, conv_L_cache=3,
+                       layer_types=["conv", "full_attention"], use_cache=False, pad_token_id=0, bos_token_id=1,
+                       eos_token_id=2)
+    return _text(T.Lfm2Model(cfg), with_mask)
+
+
+@_seed
+def mamba(with_mask):
+    import transformers as T
+    cfg = T.MambaConfig(vocab_size=VOCAB, hidden_size=32, state_size=8, num_hidden_layers=2, expand=2, conv_kernel=4,
+                        use_cache=False, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    # its scan (no CUDA kernels here) is a Python loop over the tokens: static length only
+    return Case(T.MambaModel(cfg), {"input_ids": token_ids(LENGTH)}, int_inputs=("input_ids",))
+
+
+@_seed
+def patchtst(with_mask):
+    import transformers as T
+    cfg = T.PatchTSTConfig(num_input_channels=3, context_length=32, patch_length=8, patch_stride=8, d_model=16,
+                           num_hidden_layers=2, num_attention_heads=2, ffn_dim=32, prediction_length=8)
+    x = torch.randn(1, 32, 3, generator=torch.Generator().manual_seed(1))
+    return Case(T.PatchTSTForPrediction(cfg), {"past_values": x})
+
+
+@_seed
+def patchtsmixer(with_mask):
+    import transformers as T
+    cfg = T.PatchTSMixerConfig(num_input_channels=3, context_length=32, patch_length=8, patch_stride=8, d_model=16,
+                               num_layers=2, prediction_length=8)
+    x = torch.randn(1, 32, 3, generator=torch.Generator().manual_seed(1))
+    return Case(T.PatchTSMixerForPrediction(cfg), {"past_values": x})
+
+
+@_seed
+def dac_encoder(with_mask):
+    """The Descript audio codec's encoder: strided 1-D convolutions and Snake activations
+    (``x + sin(αx)² / α``). (EnCodec's encoder does not export: its padding is computed from
+    a tensor value.)"""
+    import transformers as T
+    cfg = T.DacConfig(encoder_hidden_size=8, downsampling_ratios=[2, 4], decoder_hidden_size=16, n_codebooks=2,
+                      codebook_size=16, codebook_dim=4, hidden_size=32)
+    x = torch.randn(1, 1, 256, generator=torch.Generator().manual_seed(1))
+    return _audio(T.DacModel(cfg).encoder, "hidden_state", x)
+
+
+@_seed
+def unispeech(with_mask):
+    import transformers as T
+    return _wav2vec2_like(T.UniSpeechConfig, T.UniSpeechModel)
+
+
+@_seed
+def moonshine_encoder(with_mask):
+    import transformers as T
+    cfg = T.MoonshineConfig(vocab_size=VOCAB, hidden_size=32, intermediate_size=64, encoder_num_hidden_layers=2,
+                            decoder_num_hidden_layers=1, encoder_num_attention_heads=4,
+                            decoder_num_attention_heads=4, max_position_embeddings=64, pad_token_id=0,
+                            bos_token_id=1, eos_token_id=2, decoder_start_token_id=1)
+    x = torch.randn(1, 2000, generator=torch.Generator().manual_seed(1))
+    return _audio(T.MoonshineModel(cfg).get_encoder(), "input_values", x)
+
+
+@_seed
+def segformer_seg(with_mask):
+    import transformers as T
+    cfg = T.SegformerConfig(num_encoder_blocks=2, depths=[1, 1], sr_ratios=[2, 1], hidden_sizes=[16, 32],
+                            patch_sizes=[7, 3], strides=[4, 2], num_attention_heads=[1, 2], mlp_ratios=[2, 2],
+                            decoder_hidden_size=32, num_labels=4)
+    return _image(_lively(T.SegformerForSemanticSegmentation(cfg)), 64)
+
+
+@_seed
+def mask2former(with_mask):
+    """Mask2Former on a small Swin: multi-scale deformable attention (``grid_sample`` of each
+    level) in the pixel decoder, masked attention in the transformer decoder."""
+    import transformers as T
+    backbone = T.SwinConfig(image_size=64, patch_size=4, embed_dim=16, depths=[1, 1, 1, 1], num_heads=[1, 1, 2, 2],
+                            window_size=2, out_features=["stage1", "stage2", "stage3", "stage4"])
+    cfg = T.Mask2FormerConfig(backbone_config=backbone, feature_size=32, mask_feature_size=32, hidden_dim=32,
+                              encoder_feedforward_dim=32, encoder_layers=1, decoder_layers=2, num_attention_heads=2,
+                              dim_feedforward=32, num_queries=5, num_labels=3)
+    return _image(_lively(T.Mask2FormerModel(cfg)), 64)  # the head's loss needs scipy at init
+
+
+@_seed
+def maskformer(with_mask):
+    import transformers as T
+    backbone = T.SwinConfig(image_size=64, patch_size=4, embed_dim=16, depths=[1, 1, 1, 1], num_heads=[1, 1, 2, 2],
+                            window_size=2, out_features=["stage1", "stage2", "stage3", "stage4"])
+    decoder = T.DetrConfig(d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+                           decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32, num_queries=5)
+    cfg = T.MaskFormerConfig(backbone_config=backbone, decoder_config=decoder, fpn_feature_size=32,
+                             mask_feature_size=32, num_labels=3)
+    return _image(_lively(T.MaskFormerModel(cfg)), 64)  # the head's loss needs scipy at init
+
+
+@_seed
+def owlvit_vision(with_mask):
+    import transformers as T
+    cfg = T.OwlViTVisionConfig(**{k: v for k, v in VISION.items()})
+    return _image(T.OwlViTVisionModel(cfg))
+
+
+@_seed
+def vitmatte(with_mask):
+    """ViTMatte: an image and its trimap (4 channels) through a ViTDet backbone and a
+    detail-capture decoder."""
+    import transformers as T
+    backbone = T.VitDetConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, mlp_ratio=2, image_size=32,
+                              patch_size=16, num_channels=4, out_features=["stage2"])
+    cfg = T.VitMatteConfig(backbone_config=backbone, hidden_size=32, convstream_hidden_sizes=[8, 16, 16],
+                           fusion_hidden_sizes=[16, 16, 8, 8])
+    x = torch.randn(1, 4, 32, 32, generator=torch.Generator().manual_seed(1))
+    return Case(_lively(T.VitMatteForImageMatting(cfg)), {"pixel_values": x})
+
+
+@_seed
+def mobilenet_v1(with_mask):
+    import transformers as T
+    return _image(_lively(T.MobileNetV1Model(T.MobileNetV1Config(image_size=32, depth_multiplier=0.25))))
+
+
+@_seed
+def levit_hf(with_mask):
+    import transformers as T
+    cfg = T.LevitConfig(image_size=64, hidden_sizes=[16, 32, 48], num_attention_heads=[1, 2, 3], depths=[1, 1, 1],
+                        key_dim=[8, 8, 8])
+    return _image(_lively(T.LevitModel(cfg)), 64)
+
+
+@_seed
+def pvt(with_mask):
+    import transformers as T
+    cfg = T.PvtConfig(image_size=64, num_encoder_blocks=2, depths=[1, 1], sequence_reduction_ratios=[2, 1],
+                      hidden_sizes=[16, 32], patch_sizes=[4, 2], strides=[4, 2], num_attention_heads=[1, 2],
+                      mlp_ratios=[2, 2])
+    return _image(_lively(T.PvtModel(cfg)), 64)
+
+
+@_seed
+def ijepa(with_mask):
+    import transformers as T
+    return _image(T.IJepaModel(T.IJepaConfig(**VISION)))
+
+
+@_seed
+def canine(with_mask):
+    """CANINE: character-level; hashes code points into several embeddings, downsamples the
+    characters with a strided convolution and upsamples them back."""
+    import transformers as T
+    cfg = T.CanineConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+                         max_position_embeddings=64, num_hash_buckets=97, num_hash_functions=2,
+                         downsampling_rate=2, local_transformer_stride=8)
+    return _text(T.CanineModel(cfg), with_mask)
+
+
+@_seed
+def nystromformer(with_mask):
+    import transformers as T
+    cfg = T.NystromformerConfig(**SMALL, max_position_embeddings=64, num_landmarks=4, segment_means_seq_len=LENGTH,
+                                conv_kernel_size=3)
+    model = T.NystromformerModel(cfg)
+    return Case(model, {"input_ids": token_ids(LENGTH)}, int_inputs=("input_ids",))  # landmarks: static length
+
+
+granite_moe = _decoder("GraniteMoe", num_local_experts=4, num_experts_per_tok=2)
+
+
+@_seed
+def recurrent_gemma(with_mask):
+    import transformers as T
+    cfg = T.RecurrentGemmaConfig(num_hidden_layers=3, vocab_size=VOCAB, hidden_size=32, intermediate_size=64,
+                                 num_attention_heads=4, num_key_value_heads=1, lru_width=32, attention_window_size=8,
+                                 conv1d_width=4, block_types=["recurrent", "recurrent", "attention"], use_cache=False,
+                                 pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    return _text(T.RecurrentGemmaModel(cfg), with_mask)
+
+
+@_seed
+def mamba2(with_mask):
+    import transformers as T
+    cfg = T.Mamba2Config(num_heads=4, head_dim=16, vocab_size=VOCAB, hidden_size=32, state_size=8, num_hidden_layers=2,
+                         expand=2, conv_kernel=4, n_groups=1, chunk_size=4, use_cache=False, pad_token_id=0,
+                         bos_token_id=1, eos_token_id=2)
+    return Case(T.Mamba2Model(cfg), {"input_ids": token_ids(LENGTH)}, int_inputs=("input_ids",))
+
+
+@_seed
+def falcon_mamba(with_mask):
+    import transformers as T
+    cfg = T.FalconMambaConfig(vocab_size=VOCAB, hidden_size=32, state_size=8, num_hidden_layers=2, expand=2,
+                              conv_kernel=4, use_cache=False, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    return Case(T.FalconMambaModel(cfg), {"input_ids": token_ids(LENGTH)}, int_inputs=("input_ids",))
+
+
+@_seed
+def conditional_detr(with_mask):
+    return _detr_like("ConditionalDetr")
+
+
+@_seed
+def deformable_detr(with_mask):
+    """Multi-scale deformable attention: ``grid_sample`` of each feature level at predicted
+    offsets. (Two decoder layers: with one, transformers' weight tying of the box heads fails.)"""
+    return _detr_like("DeformableDetr", ("stage1", "stage2"), num_feature_levels=2, encoder_n_points=2,
+                      decoder_n_points=2, decoder_layers=2)
+
+
+@_seed
+def timesfm(with_mask):
+    import transformers as T
+    cfg = T.TimesFmConfig(patch_length=8, context_length=32, horizon_length=8, num_hidden_layers=2, hidden_size=32,
+                          intermediate_size=64, head_dim=8, num_attention_heads=4, quantiles=[0.1, 0.5, 0.9])
+    x = torch.randn(1, 32, generator=torch.Generator().manual_seed(1))
+    inputs = {"past_values": x, "past_values_padding": torch.zeros(1, 32), "freq": torch.zeros(1, 1, dtype=torch.long)}
+    return Case(T.TimesFmModel(cfg), inputs, int_inputs=("freq",))
+
+
 #: family → (builder(with_mask), whether it takes an attention_mask)
 FAMILIES: dict[str, tuple[Callable[[bool], Case], bool]] = {
     "BERT": (bert, True), "DistilBERT": (distilbert, True), "RoBERTa": (roberta, True), "ALBERT": (albert, True),
@@ -755,4 +1158,22 @@ FAMILIES: dict[str, tuple[Callable[[bool], Case], bool]] = {
     "MobileViT": (mobilevit, False), "SegFormer": (segformer, False), "PVTv2": (pvt_v2, False),
     "ConvNeXt": (convnext, False), "ConvNeXtV2": (convnext_v2, False), "ResNet": (resnet, False),
     "RegNet": (regnet, False), "EfficientNet": (efficientnet, False), "MobileNetV2": (mobilenet_v2, False),
+    # the 2026-12-05 sweep: dense prediction, newer backbones and text models, state-space, time series
+    "DPT depth": (dpt, False), "Depth Anything": (depth_anything, False), "GLPN depth": (glpn, False),
+    "Swin2SR": (swin2sr, False), "ViTPose": (vitpose, False), "UperNet": (upernet, False),
+    "SAM vision": (sam_vision, False), "Hiera": (hiera, False), "Dinov2 registers": (dinov2_registers, False),
+    "DINOv3 ViT": (dinov3_vit, False), "MobileViTV2": (mobilevit_v2, False), "CvT": (cvt, False),
+    "PoolFormer": (poolformer, False), "BiT": (bit, False), "SwiftFormer": (swiftformer, False),
+    "TextNet": (textnet, False), "ModernBERT": (modernbert, True), "RoFormer": (roformer, True),
+    "SqueezeBERT": (squeezebert, True), "Gemma3": (gemma3, True), "GLM-4": (glm4, True), "OLMo3": (olmo3, True),
+    "LFM2": (lfm2, True), "Mamba": (mamba, False), "PatchTST": (patchtst, False),
+    "PatchTSMixer": (patchtsmixer, False), "DAC encoder": (dac_encoder, False), "UniSpeech": (unispeech, False),
+    "Moonshine encoder": (moonshine_encoder, False),
+    "SegFormer segmentation": (segformer_seg, False), "Mask2Former": (mask2former, False),
+    "MaskFormer": (maskformer, False), "OWL-ViT vision": (owlvit_vision, False), "ViTMatte": (vitmatte, False),
+    "MobileNetV1": (mobilenet_v1, False), "LeViT": (levit_hf, False), "PVT": (pvt, False), "I-JEPA": (ijepa, False),
+    "CANINE": (canine, True), "Nystromformer": (nystromformer, False), "Granite-MoE": (granite_moe, True),
+    "RecurrentGemma": (recurrent_gemma, True), "Mamba2": (mamba2, False), "FalconMamba": (falcon_mamba, False),
+    "Conditional DETR": (conditional_detr, False), "Deformable DETR": (deformable_detr, False),
+    "TimesFM": (timesfm, False),
 }

@@ -21,7 +21,8 @@ it on a ≤4-D *physical* tensor holding the same data in the same row-major ord
   the middle axis of a ``(before, dim, after)`` view;
 * elementwise ``pnnx.Expression`` merges runs of dims with the same broadcast pattern over its
   inputs (``(1, 64, 3, 49, 49) + (1, 64, 1, 49, 49)`` is ``(64, 3, 2401) + (64, 1, 2401)``);
-  constants are reshaped in place;
+  constants of any rank are reshaped in place (the 6-D offset normalizer of multi-scale
+  deformable attention: Deformable DETR, Mask2Former);
 * ``torch.cat``, ``F.softmax``/``F.log_softmax`` and reductions (``max``/``min`` over a dim whose
   indices nobody reads as ``amax``/``amin``: Hiera's query pooling) view their tensor as
   ``(before, dim(s), after)``; unary activations run on the physical tensor as it is, and
@@ -94,6 +95,8 @@ class _Rewriter:
         self.at: Operator | None = None
         self.pending: list[tuple[Operator, int, Operand]] = []
         self.created: list[Operator] = []
+        #: constants read in another shape (:meth:`constant`)
+        self.reshaped: list[Operator] = []
 
     # ------------------------------------------------------------------ emission
     def emit(self, type_: str, inputs: Sequence[Operand], shape: Sequence[int], params: dict | None = None,
@@ -121,6 +124,7 @@ class _Rewriter:
         return self.emit("Tensor.reshape", [x], shape, {"shape": shape}, dtype=x.dtype)
 
     def constant(self, x: Operand, shape: Sequence[int]) -> Operand:
+        self.reshaped.append(x.producer)  # removed at the end if nothing else reads it
         attr = x.producer.attrs["data"]
         shape = list(shape) or [1]
         data = attr.map(lambda a: np.ascontiguousarray(np.asarray(a).reshape(shape)), shape=shape)
@@ -140,7 +144,8 @@ class _Rewriter:
         return x
 
     def view(self, x: Operand, shape: Sequence[int]) -> Operand:
-        src = self.source(x)
+        p = x.producer  # a constant is reshaped in place, whatever its rank (a 6-D offset normalizer)
+        src = x if p is not None and p.type == "pnnx.Attribute" and "data" in p.attrs else self.source(x)
         if src.producer is not None and src.producer.type == "pnnx.Attribute" and "data" in src.producer.attrs:
             return src if list(src.shape) == list(shape) else self.constant(src, shape)
         return self.reshape(src, shape)
@@ -438,7 +443,7 @@ class _Rewriter:
 
     # ------------------------------------------------------------------ finishing
     def finish(self) -> None:
-        for op in reversed(self.handled):
+        for op in [*reversed(self.handled), *self.reshaped]:  # readers first
             if all(not o.consumers for o in op.outputs) and op in self.graph.ops:
                 self.graph.remove_op(op)
         for value, name, op_name in self.renames:

@@ -138,6 +138,32 @@ def test_max_over_a_dim_of_6d(tmp_path, dialect):
     assert "ArgMax" not in _types(c)
 
 
+class DeformableOffsets(torch.nn.Module):
+    """Multi-scale deformable attention's sampling locations (Deformable DETR, Mask2Former,
+    RT-DETR): offsets viewed 6-D (queries, heads, levels, points, xy), divided by a constant
+    6-D normalizer (each level's width and height, int64), added to 6-D-unsqueezed reference
+    points, then one level selected and flattened for ``grid_sample``."""
+
+    def __init__(self):
+        super().__init__()
+        self.offsets = torch.nn.Linear(8, 2 * 3 * 4 * 2)
+        self.register_buffer("normalizer", torch.tensor([[6, 5], [3, 4], [2, 2]]))
+
+    def forward(self, q, ref):
+        b, n, _ = q.shape
+        off = self.offsets(q).view(b, n, 2, 3, 4, 2)
+        loc = ref[:, :, None, :, None, :] + off / self.normalizer[None, None, None, :, None, :]
+        grid = 2 * loc - 1
+        return grid[:, :, :, 1].transpose(1, 2).flatten(0, 1), grid.sum(-1).amax(-1)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_deformable_sampling_locations_with_a_6d_constant(tmp_path, dialect):
+    torch.manual_seed(0)
+    c = check_module(DeformableOffsets(), [torch.randn(1, 7, 8), torch.rand(1, 7, 3, 2)], tmp_path, dialect=dialect)
+    assert all(len(o.shape or ()) <= 5 for op in c.result.ncnn.ops for o in op.outputs)
+
+
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_select_and_slice_of_6d(tmp_path, dialect):
     def f(x):

@@ -13,8 +13,11 @@ Operators, in this order:
   operand of the same name;
 * one ``pnnx.Attribute`` per parameter / buffer / lifted tensor constant, named after its graph
   input (``p_conv_weight``), one output operand of that name, one lazy attribute ``data``
-  (``ep.tensor(fqn)``; with ``float32_weights=True`` f16/bf16 payloads load as float32, the
-  operand and attribute dtype say ``f32`` and ``meta["stored_dtype"]`` keeps the original) and
+  (``ep.tensor(fqn)``; a bfloat16 payload loads as its values in float32, the attribute still
+  saying ``bf16`` — every ``bf16`` attribute holds float32 values, folded ones too — and a
+  float8 one as its float32 values, saying ``f32``; with ``float32_weights=True`` f16/bf16
+  payloads load as float32, the operand and attribute dtype say ``f32`` and
+  ``meta["stored_dtype"]`` keeps the original) and
   params ``target`` (the FQN), ``kind`` (``parameter`` | ``buffer`` | ``constant``) and, for
   buffers only, ``persistent``;
 * ``pnnx.Unsupported`` for token and custom-object inputs (params ``kind``, ``target``,
@@ -98,7 +101,8 @@ from typing import Any
 from ..collector import no_cyclic_gc
 from ..errors import PT2FormatError
 from ..ir import Attribute, Graph, IRError, Operand, Operator, Provenance
-from ..reader.schema import CustomObjRef, GraphArgument, InputKind, OutputKind, SymRef, TensorRef
+from ..reader.schema import CustomObjRef, GraphArgument, InputKind, OutputKind, ScalarType, SymRef, TensorRef
+from ..reader.tensors import DTYPES
 from . import schemas
 from .symbolic import dim
 from .values import scalar, short_dtype
@@ -270,7 +274,8 @@ class _Builder:
         shape = [int(_hint(s)) for s in sizes]
         dtype = short_dtype(meta.dtype) if meta is not None else out.dtype
         ep, fqn = self.ep, info.target or info.name
-        if self.float32 and dtype in _HALF_DTYPES:
+        raw = meta is not None and DTYPES[meta.dtype].raw_bits and meta.dtype is not ScalarType.COMPLEXHALF
+        if raw or self.float32 and dtype in _HALF_DTYPES:  # numpy holds no bfloat16 or float8: their values
             stype = meta.dtype
 
             def load():
@@ -278,7 +283,7 @@ class _Builder:
 
                 return to_float32(_stored(ep, fqn, shape), stype)
 
-            return Attribute(loader=load, shape=shape, dtype="f32")
+            return Attribute(loader=load, shape=shape, dtype="bf16" if dtype == "bf16" and not self.float32 else "f32")
         return Attribute(loader=lambda: _stored(ep, fqn, shape), shape=shape, dtype=dtype or "unknown")
 
     # ------------------------------------------------------------------ graph outputs

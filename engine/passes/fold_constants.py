@@ -711,7 +711,7 @@ class _Folder:
             arr = _cast(np.asarray(value), out)
             if arr is None or (out.shape is not None and _static(out.shape) and list(arr.shape) != list(out.shape)):
                 return False
-            attr = Attribute(arr)
+            attr = _tagged(Attribute(arr), out)
         else:
             attr = self._lazy(op, out, shaped)
         n = int(np.prod(attr.shape)) if attr.shape else 1
@@ -856,7 +856,7 @@ class _Folder:
             f = self.graph.new_operand(f"{o.name}_folded", dtype=o.dtype, shape=list(piece.shape))
             f.meta = dict(o.meta)
             new = self.graph.add_op("pnnx.Attribute", self.graph.unique_op_name(f"{op.name}_{k}"), [], [f],
-                                    attrs={"data": Attribute(np.ascontiguousarray(piece))},
+                                    attrs={"data": _tagged(Attribute(np.ascontiguousarray(piece)), o)},
                                     provenance=op.provenance, before=op)
             new.meta["folded_from"] = op.type
             self.graph.replace_all_uses(o, f)
@@ -914,6 +914,14 @@ def _cast(arr: np.ndarray, out: Operand) -> np.ndarray | None:
             return None
         return arr if arr.dtype != np.float64 else arr.astype(np.float32)
     return np.array(arr, dtype=NUMPY_DTYPES[dtype], order="C")
+
+
+def _tagged(attr: Attribute, out: Operand) -> Attribute:
+    """``attr`` saying ``bf16`` when it holds a bfloat16 value (as float32 values, like every
+    ``bf16`` attribute: see :mod:`engine.build.builder`)."""
+    if out.dtype == "bf16" and attr.dtype == "f32":
+        attr.dtype = "bf16"
+    return attr
 
 
 def bf16_values(arr) -> np.ndarray:

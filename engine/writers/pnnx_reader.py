@@ -114,7 +114,10 @@ def _attribute(zf: zipfile.ZipFile | None, member: str, dims: list, dtype: str) 
 
     def load() -> np.ndarray:
         if zf is None:
-            return np.zeros(shape, np_dtype)
-        return np.frombuffer(zf.read(member), np_dtype).reshape(shape).copy()
+            return np.zeros(shape, np.float32 if dtype == "bf16" else np_dtype)
+        data = np.frombuffer(zf.read(member), np_dtype).reshape(shape)
+        if dtype == "bf16":  # an attribute holds bfloat16 as its float32 values (engine.build.builder)
+            return (data.astype(np.uint32) << np.uint32(16)).view(np.float32)
+        return data.copy()
 
     return Attribute(loader=load, shape=shape, dtype=dtype)

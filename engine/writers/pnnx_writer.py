@@ -147,11 +147,21 @@ def param_text(graph: Graph) -> str:
     return "\n".join(lines) + "\n"
 
 
+def bf16_bits(values: np.ndarray) -> np.ndarray:
+    """The bfloat16 bit patterns (uint16) of ``values``, rounded to nearest even as PyTorch
+    casts (exact for values that are bfloat16 already, as a ``bf16`` attribute's are)."""
+    from ..passes.fold_constants import bf16_values
+
+    return (bf16_values(values).view(np.uint32) >> np.uint32(16)).astype(np.uint16)
+
+
 def _attr_bytes(op: Operator, key: str) -> np.ndarray:
     """The attribute's data as little-endian raw bytes: a flat uint8 view (a copy only when the
     data is strided or big-endian)."""
     a = op.attrs[key]
     data = np.ascontiguousarray(a.peek())
+    if a.dtype == "bf16" and data.dtype != np.uint16:  # its values (see engine.build.builder): their bits
+        data = bf16_bits(data)
     size = _ELEMSIZE.get(a.dtype, data.dtype.itemsize) * math.prod(a.shape)
     raw = data.astype(data.dtype.newbyteorder("<"), copy=False).reshape(-1).view(np.uint8)
     if raw.size != size:

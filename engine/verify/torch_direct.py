@@ -90,9 +90,13 @@ class _Program:
         meta = info.meta
         if info.payload is None or not info.payload.readable or meta is None:
             raise Unsupported(f"input {info.name}: no readable stored tensor")
-        if DTYPES[meta.dtype].raw_bits or not meta.is_contiguous or str(meta.device) != "cpu":
+        raw = DTYPES[meta.dtype].raw_bits
+        if raw and meta.dtype is S.ScalarType.COMPLEXHALF or not meta.is_contiguous or str(meta.device) != "cpu":
             raise Unsupported(f"input {info.name}: {meta.dtype.name} {meta.device} stored tensor")
         arr = np.array(self.ep.tensor(info.name))  # own, writable copy
+        if raw:  # bfloat16 / float8: the stored bits, viewed as that dtype (numpy has none of them)
+            bits = torch.from_numpy(arr.view(f"i{arr.dtype.itemsize}"))
+            return bits.view(_torch_dtype(meta.dtype))
         return torch.from_numpy(arr).to(_torch_dtype(meta.dtype))
 
     def _load_inputs(self, inputs: ModelInputs) -> None:

@@ -107,3 +107,31 @@ def test_mode_wrappers_run_directly_with_their_values(tmp_path):
     with torch.no_grad():
         np.testing.assert_allclose(tv.values[relu], torch.relu(model.a(torch.from_numpy(inputs.arrays[0]))).numpy(),
                                    rtol=1e-6, atol=1e-6)
+
+
+class Bf16Buffers(torch.nn.Module):
+    """bfloat16 (and float8) stored tensors: RecurrentGemma's embedding normalizer is a bf16
+    buffer. numpy has no such dtypes, and the direct run refused them: verify fell back to
+    torch.export.load, which cannot load a Hugging Face package (verify exited 2)."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("normalizer", torch.tensor(32 ** 0.5, dtype=torch.bfloat16))
+        self.fc = torch.nn.Linear(3, 4).to(torch.bfloat16)
+        self.register_buffer("f8", torch.tensor([0.5, -1.25, 3.0]).to(torch.float8_e4m3fn))
+
+    def forward(self, x):
+        y = self.fc((x * self.normalizer.float()).to(torch.bfloat16)).float()
+        return y + self.f8.float().sum()
+
+
+def test_bf16_and_float8_stored_tensors_run_directly(tmp_path):
+    torch.manual_seed(0)
+    model = Bf16Buffers().eval()
+    path = export(model, [torch.randn(2, 3)], tmp_path / "bf16.pt2")
+    ep = load(path).model
+    inputs = choose_inputs(ep)
+    tv = run_torch(path, ep, inputs)
+    assert tv.runner == "direct"
+    want = model(torch.from_numpy(inputs.arrays[0])).detach().numpy()
+    np.testing.assert_array_equal(tv.values[tv.outputs[0]], want)

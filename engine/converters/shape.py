@@ -841,8 +841,10 @@ def reshape_ncnn(ctx, op):
     return ctx.layer("Reshape", list(op.inputs), shape_expr=ncnn_shape_expression(op))
 
 
-#: ncnn expression operators for the pnnx expression functions (others keep their names)
-_NCNN_EXPR_OPS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floor_divide": "//"}
+#: ncnn expression operators for the pnnx expression functions (others keep their names; ncnn
+#: refuses ``maximum``/``minimum`` at run time: "malformed literal token")
+_NCNN_EXPR_OPS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floor_divide": "//", "maximum": "max",
+                  "minimum": "min"}
 
 
 def ncnn_shape_expression(op) -> str:

@@ -234,3 +234,25 @@ def test_batch_moved_through_reshapes_with_two_run_time_dims(tmp_path, dialect, 
                            dialect=dialect, dynamic_shapes=({2: auto, 3: auto},),
                            run_inputs=[torch.randn(batch, 3, 24, 20)], expect_types=["Reshape"])
     assert [spec["batch_dim"] for spec in checked.result.ncnn.meta["outputs"]] == [0]
+
+
+class AtLeastSix(nn.Module):
+    """Lengths computed with ``max``/``min`` of a run-time size (``torch.sym_max``, as MPT's
+    ALiBi window): a table cut to ``max(n, 6)`` and to ``min(n, 5)`` rows. ncnn's shape expressions spell it ``max``;
+    pnnx's ``maximum`` made the runtime fail ("malformed literal token maximum")."""
+
+    def __init__(self):
+        super().__init__()
+        self.table = nn.Parameter(torch.randn(64, 8))
+
+    def forward(self, x):
+        n = x.shape[1]
+        return self.table[: torch.sym_max(n, 6)] * 2.0, self.table[: torch.sym_min(n, 5)] + x.sum()
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("length", [3, 11])
+def test_sizes_computed_with_max_and_min(tmp_path, dialect, length):
+    n = torch.export.Dim("n", min=2, max=32)
+    check_module(AtLeastSix(), [torch.randn(1, 9, 8)], tmp_path, dialect=dialect, dynamic_shapes=({1: n},),
+                 run_inputs=[torch.randn(1, length, 8)])

@@ -504,11 +504,23 @@ def _lively(model):
     return model
 
 
+def _vision(prefix: str, size: int = 32, **config) -> Case:
+    """``transformers.<prefix>Model(<prefix>Config(**config))`` on a ``size``² image."""
+    import transformers as T
+    return _image(_lively(getattr(T, f"{prefix}Model")(getattr(T, f"{prefix}Config")(**config))), size)
+
+
+def _swin_like(prefix: str) -> Case:
+    """``transformers.<prefix>Model``: two stages of one block, windows of 4 on a 32×32 image."""
+    import transformers as T
+    cfg = getattr(T, f"{prefix}Config")(image_size=32, patch_size=2, embed_dim=16, depths=[1, 1], num_heads=[2, 2],
+                                        window_size=4)
+    return _image(_lively(getattr(T, f"{prefix}Model")(cfg)))
+
+
 @_seed
 def swin(with_mask):
-    import transformers as T
-    cfg = T.SwinConfig(image_size=32, patch_size=2, embed_dim=16, depths=[1, 1], num_heads=[2, 2], window_size=4)
-    return _image(_lively(T.SwinModel(cfg)))
+    return _swin_like("Swin")
 
 
 @_seed
@@ -855,9 +867,7 @@ def bit(with_mask):
 
 @_seed
 def swiftformer(with_mask):
-    import transformers as T
-    cfg = T.SwiftFormerConfig(depths=[1, 1, 1, 1], embed_dims=[16, 16, 32, 32])
-    return _image(_lively(T.SwiftFormerModel(cfg)), 64)
+    return _vision("SwiftFormer", 64, depths=[1, 1, 1, 1], embed_dims=[16, 16, 32, 32])
 
 
 @_seed
@@ -1120,6 +1130,108 @@ def timesfm(with_mask):
     return Case(T.TimesFmModel(cfg), inputs, int_inputs=("freq",))
 
 
+@_seed
+def swinv2(with_mask):
+    return _swin_like("Swinv2")
+
+
+@_seed
+def dinov3_convnext(with_mask):
+    return _vision("DINOv3ConvNext", 64, hidden_sizes=[16, 32, 48, 64], depths=[1, 1, 1, 1])
+
+
+@_seed
+def zoedepth(with_mask):
+    """ZoeDepth: a DPT neck over a BEiT backbone and metric bins (attractors) on top."""
+    import transformers as T
+    backbone = T.BeitConfig(hidden_size=32, num_hidden_layers=4, num_attention_heads=4, intermediate_size=64,
+                            image_size=32, patch_size=8, out_indices=[1, 2, 3, 4], use_relative_position_bias=True,
+                            reshape_hidden_states=False)
+    cfg = T.ZoeDepthConfig(backbone_config=backbone, neck_hidden_sizes=[8, 16, 16, 32], fusion_hidden_size=16,
+                           bottleneck_features=16, bin_embedding_dim=16, num_relative_features=8,
+                           patch_transformer_hidden_size=16, patch_transformer_intermediate_size=32,
+                           patch_transformer_num_attention_heads=2, num_patch_transformer_layers=1,
+                           bin_configurations=[{"n_bins": 8, "min_depth": 0.001, "max_depth": 10.0, "name": "nyu"}])
+    return _image(_lively(T.ZoeDepthForDepthEstimation(cfg)))
+
+
+@_seed
+def aimv2_vision(with_mask):
+    import transformers as T
+    cfg = T.Aimv2VisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                              image_size=32, patch_size=8)
+    return _image(T.Aimv2VisionModel(cfg))
+
+
+@_seed
+def clap_audio(with_mask):
+    """CLAP's audio tower (HTS-AT: Swin over a mel spectrogram, fused features off)."""
+    import transformers as T
+    cfg = T.ClapAudioConfig(window_size=4, num_mel_bins=32, spec_size=64, patch_size=4, patch_stride=(4, 4),
+                            depths=[1, 1], num_attention_heads=[2, 2], patch_embeds_hidden_size=16, hidden_size=32,
+                            projection_dim=16, enable_fusion=False)
+    x = torch.randn(1, 1, 64, 32, generator=torch.Generator().manual_seed(1))
+    return _audio(T.ClapAudioModel(cfg), "input_features", x)
+
+
+@_seed
+def wav2vec2_bert(with_mask):
+    import transformers as T
+    cfg = T.Wav2Vec2BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+                               feature_projection_input_dim=16, conv_depthwise_kernel_size=3,
+                               position_embeddings_type="relative_key", left_max_position_embeddings=8,
+                               right_max_position_embeddings=8, vocab_size=VOCAB)
+    x = torch.randn(1, 20, 16, generator=torch.Generator().manual_seed(1))
+    return _audio(T.Wav2Vec2BertModel(cfg), "input_features", x)
+
+
+@_seed
+def xlnet(with_mask):
+    import transformers as T
+    cfg = T.XLNetConfig(vocab_size=VOCAB, d_model=32, n_layer=2, n_head=4, d_inner=64, use_mems_eval=False)
+    case = _text(T.XLNetModel(cfg), with_mask)
+    case.make = None  # torch.export specializes its relative positions to the length: static only
+    return case
+
+
+@_seed
+def mpt(with_mask):
+    import transformers as T
+    cfg = T.MptConfig(vocab_size=VOCAB, d_model=32, n_heads=4, n_layers=2, expansion_ratio=2, max_seq_len=64,
+                      use_cache=False)
+    return _text(T.MptModel(cfg), with_mask)
+
+
+@_seed
+def rwkv(with_mask):
+    import transformers as T
+    cfg = T.RwkvConfig(vocab_size=VOCAB, context_length=64, hidden_size=32, num_hidden_layers=2,
+                       attention_hidden_size=32, intermediate_size=64, use_cache=False)
+    # its time mixing is a Python loop over the tokens (no CUDA kernel here): static length only
+    return Case(T.RwkvModel(cfg), {"input_ids": token_ids(LENGTH)}, int_inputs=("input_ids",))
+
+
+cohere2 = _decoder("Cohere2", sliding_window=8, layer_types=["sliding_attention", "full_attention"])
+
+
+exaone4 = _decoder("Exaone4", sliding_window=8, layer_types=["sliding_attention", "full_attention"])
+
+
+smollm3 = _decoder("SmolLM3", no_rope_layers=[1, 0])
+
+
+@_seed
+def data2vec_text(with_mask):
+    import transformers as T
+    return _text(T.Data2VecTextModel(T.Data2VecTextConfig(**SMALL, max_position_embeddings=64)), with_mask)
+
+
+@_seed
+def ernie(with_mask):
+    import transformers as T
+    return _text(T.ErnieModel(T.ErnieConfig(**SMALL, max_position_embeddings=64, use_task_id=False)), with_mask)
+
+
 #: family → (builder(with_mask), whether it takes an attention_mask)
 FAMILIES: dict[str, tuple[Callable[[bool], Case], bool]] = {
     "BERT": (bert, True), "DistilBERT": (distilbert, True), "RoBERTa": (roberta, True), "ALBERT": (albert, True),
@@ -1175,4 +1287,9 @@ FAMILIES: dict[str, tuple[Callable[[bool], Case], bool]] = {
     "RecurrentGemma": (recurrent_gemma, True), "Mamba2": (mamba2, False), "FalconMamba": (falcon_mamba, False),
     "Conditional DETR": (conditional_detr, False), "Deformable DETR": (deformable_detr, False),
     "TimesFM": (timesfm, False),
+    "Swinv2": (swinv2, False), "DINOv3 ConvNeXt": (dinov3_convnext, False), "ZoeDepth": (zoedepth, False),
+    "AIMv2 vision": (aimv2_vision, False), "CLAP audio": (clap_audio, False), "Wav2Vec2-BERT": (wav2vec2_bert, False),
+    "XLNet": (xlnet, True), "MPT": (mpt, True), "RWKV": (rwkv, False), "Cohere2": (cohere2, True),
+    "EXAONE 4": (exaone4, True), "SmolLM3": (smollm3, True), "Data2VecText": (data2vec_text, True),
+    "ERNIE": (ernie, True),
 }

@@ -81,6 +81,12 @@ def _is_high(opd: Operand) -> bool:
     return r is not None and r > MAX_DIMS
 
 
+def _stored(opd: Operand) -> bool:
+    """Whether ``opd`` is a constant held by a ``pnnx.Attribute``."""
+    p = opd.producer
+    return p is not None and p.type == "pnnx.Attribute" and "data" in p.attrs
+
+
 class _Skip(Exception):
     """This operator cannot be rewritten here."""
 
@@ -144,9 +150,8 @@ class _Rewriter:
         return x
 
     def view(self, x: Operand, shape: Sequence[int]) -> Operand:
-        p = x.producer  # a constant is reshaped in place, whatever its rank (a 6-D offset normalizer)
-        src = x if p is not None and p.type == "pnnx.Attribute" and "data" in p.attrs else self.source(x)
-        if src.producer is not None and src.producer.type == "pnnx.Attribute" and "data" in src.producer.attrs:
+        src = x if _stored(x) else self.source(x)  # a constant is reshaped in place, whatever its rank
+        if _stored(src):
             return src if list(src.shape) == list(shape) else self.constant(src, shape)
         return self.reshape(src, shape)
 

@@ -117,7 +117,10 @@ def _attribute(zf: zipfile.ZipFile | None, member: str, dims: list, dtype: str) 
             return np.zeros(shape, np.float32 if dtype == "bf16" else np_dtype)
         data = np.frombuffer(zf.read(member), np_dtype).reshape(shape)
         if dtype == "bf16":  # an attribute holds bfloat16 as its float32 values (engine.build.builder)
-            return (data.astype(np.uint32) << np.uint32(16)).view(np.float32)
+            from ..reader.schema import ScalarType
+            from ..reader.tensors import to_float32
+
+            return to_float32(data, ScalarType.BFLOAT16)
         return data.copy()
 
     return Attribute(loader=load, shape=shape, dtype=dtype)

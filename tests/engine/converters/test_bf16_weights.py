@@ -56,3 +56,9 @@ def test_a_bf16_layer_keeps_its_bits_in_the_pnnx_model(tmp_path, dialect):
     with zipfile.ZipFile(tmp_path / f"model_{dialect}.pnnx.bin") as z:
         stored = [np.frombuffer(z.read(f"{op.name}.{k}"), "<u2") for op, k in weights]
     assert any(np.array_equal(bits, want) for bits in stored)
+    # and read back as the values they are
+    from engine.writers.pnnx_reader import read_pnnx
+
+    back = read_pnnx(tmp_path / f"model_{dialect}.pnnx.param", tmp_path / f"model_{dialect}.pnnx.bin")
+    values = [a.data for op in back.ops for a in op.attrs.values() if a.dtype == "bf16"]
+    assert any(np.array_equal(v.reshape(-1), m.fc.weight.detach().float().numpy().reshape(-1)) for v in values)

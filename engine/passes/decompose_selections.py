@@ -1,6 +1,8 @@
 """Selections along a dim as exact ATen arithmetic the converters lower (ATen level, just before
 :mod:`decompose_runtime_lookups`, whose positions it uses): ``argmax`` / ``argmin``, ``max`` /
-``min`` over a dim when their indices are read, and ``topk`` (MoE routers, detection heads).
+``min`` over a dim when their indices are read, ``topk`` (MoE routers, detection heads), and
+``sort`` / ``argsort`` of at most :data:`MAX_K` values (a topk of all of them: ViT-MAE's random
+masking sorts its noise).
 
 ncnn's ``ArgMax`` ranks a whole blob, not a dim. Along dim ``d`` of size ``N`` (static, or a
 model input's size with an upper bound: the positions ``arange(N)`` are then cut to the
@@ -105,18 +107,36 @@ def _max_dim(r: Rewriter):
 
 def _topk(r: Rewriter):
     op = r.op
+    k = op.params.get("k")
+    return _picks(r, op.inputs[0], k, bool(op.params.get("largest", True)), f"topk with k={k}")
+
+
+def _sort(r: Rewriter):
+    """``sort`` (values and indices) and ``argsort`` (indices) along a dim of at most
+    :data:`MAX_K`: a topk of all of it, ascending unless ``descending`` (ties by the lowest
+    position: a stable sort)."""
+    op = r.op
     x = op.inputs[0]
     dim = _dim(r, x, default=-1)
-    k = op.params.get("k")
+    n = x.shape[dim] if dim is not None else None
+    picked = _picks(r, x, n, bool(op.params.get("descending", False)), f"sort of {n} values")
+    if picked is None:
+        return None
+    return picked[1:] if op.type.startswith("aten.argsort") else picked
+
+
+def _picks(r: Rewriter, x: Operand, k, largest: bool, what: str):
+    """``[values, indices]`` of the ``k`` largest (smallest) along the op's dim, in order."""
+    op = r.op
     if isinstance(k, int) and k > MAX_K:
-        op.meta["unsupported_reason"] = (f"unsupported: topk with k={k} (written out up to k={MAX_K}: each pick is "
+        op.meta["unsupported_reason"] = (f"unsupported: {what} (written out up to k={MAX_K}: each pick is "
                                          "about seven ncnn layers)")
+    dim = _dim(r, x, default=-1)
     if dim is None or not isinstance(k, int) or not 0 < k <= MAX_K:
         return None
     n = x.shape[dim]
     if isinstance(n, int) and k > n:
         return None
-    largest = bool(op.params.get("largest", True))
     em, shape = r.em, list(x.shape)
     pos = r.positions(n, len(shape), dim)
     key = em.op("aten.clamp.default", {"self": x}, shape=shape, dtype=x.dtype, min=-_BOUND, max=_BOUND)
@@ -150,6 +170,10 @@ REWRITES = {
     "aten.max.dim": _max_dim,
     "aten.min.dim": _max_dim,
     "aten.topk.default": _topk,
+    "aten.sort.default": _sort,
+    "aten.sort.stable": _sort,
+    "aten.argsort.default": _sort,
+    "aten.argsort.stable": _sort,
 }
 
 

@@ -30,6 +30,12 @@ CASES = {
     # a router: softmax, top-2, renormalised weights, and the experts' outputs gathered by index
     "moe_router": lambda x: (lambda w, i: (w / w.sum(-1, keepdim=True),
                                            torch.gather(x * 3 + 1, -1, i)))(*torch.softmax(x, -1).topk(2, -1)),
+    "sort_ascending": lambda x: tuple(t.float() for t in torch.sort(x, dim=-1)),
+    "sort_descending_dim1": lambda x: tuple(t.float() for t in torch.sort(x, dim=1, descending=True)),
+    "argsort_stable": lambda x: torch.argsort(x, dim=-1, stable=True).float(),
+    # ViT-MAE's random masking: argsort of the noise, the first half kept, argsort again to restore
+    "mae_masking": lambda x: (lambda ids: (torch.gather(x, -1, ids[..., :4]),
+                                           torch.argsort(ids, dim=-1).float()))(torch.argsort(x, dim=-1)),
 }
 
 
@@ -86,3 +92,10 @@ def test_topk_beyond_the_largest_k_stays_and_is_reported(tmp_path):
     result = convert(str(pt2), ConvertOptions())
     assert [e.op for e in result.errors] == ["aten.topk.default"]
     assert "topk with k=65 (written out up to k=64" in result.errors[0].reason
+
+
+def test_sort_beyond_the_largest_k_stays_and_is_reported(tmp_path):
+    pt2 = export_pt2(Fn(lambda x: torch.sort(x, dim=-1)[0]), (torch.randn(1, 70),), tmp_path / "big.pt2")
+    result = convert(str(pt2), ConvertOptions())
+    assert [e.op for e in result.errors] == ["aten.sort.default"]
+    assert "sort of 70 values (written out up to k=64" in result.errors[0].reason

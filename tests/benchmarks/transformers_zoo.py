@@ -1232,6 +1232,101 @@ def ernie(with_mask):
     return _text(T.ErnieModel(T.ErnieConfig(**SMALL, max_position_embeddings=64, use_task_id=False)), with_mask)
 
 
+@_seed
+def vitmae(with_mask):
+    """ViT-MAE's encoder with its random masking made an input (``noise``): an ``argsort`` of it
+    picks the visible patches."""
+    import transformers as T
+    model = T.ViTMAEModel(T.ViTMAEConfig(**VISION, mask_ratio=0.5))
+    x = torch.randn(1, 3, 32, 32, generator=torch.Generator().manual_seed(1))
+    noise = torch.rand(1, 16, generator=torch.Generator().manual_seed(2))
+    return Case(model, {"pixel_values": x, "noise": noise})
+
+
+def _tower(prefix: str, **config):
+    """A ViT-style vision tower ``transformers.<prefix>Model(<prefix>Config(**VISION, **config))``."""
+    @_seed
+    def build(with_mask):
+        import transformers as T
+        return _image(getattr(T, f"{prefix}Model")(getattr(T, f"{prefix}Config")(**VISION, **config)))
+    return build
+
+
+#: BLIP's default init (std 1e-10) leaves every output near 0: fp16 weights would round them away
+blip_vision = _tower("BlipVision", initializer_range=0.02)
+
+
+git_vision = _tower("GitVision")
+
+
+@_seed
+def vitdet(with_mask):
+    import transformers as T
+    cfg = T.VitDetConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, mlp_ratio=2, image_size=32,
+                         patch_size=8, window_size=2, window_block_indices=[0], use_relative_position_embeddings=True)
+    return _image(_lively(T.VitDetModel(cfg)))
+
+
+@_seed
+def layoutlm(with_mask):
+    """LayoutLM: token ids and each token's box (x0, y0, x1, y1 in 0–1000, as ids of its
+    position embeddings)."""
+    import transformers as T
+    model = T.LayoutLMModel(T.LayoutLMConfig(**SMALL, max_position_embeddings=64, max_2d_position_embeddings=1024))
+    g = torch.Generator().manual_seed(3)
+    corner = torch.randint(0, 500, (1, LENGTH, 2), generator=g)
+    bbox = torch.cat([corner, corner + torch.randint(1, 500, (1, LENGTH, 2), generator=g)], -1)
+    return Case(model, {"input_ids": token_ids(LENGTH), "bbox": bbox}, int_inputs=("input_ids", "bbox"))
+
+
+@_seed
+def bigbird(with_mask):
+    import transformers as T
+    cfg = T.BigBirdConfig(**SMALL, max_position_embeddings=128, attention_type="original_full")
+    return _text(T.BigBirdModel(cfg), with_mask)
+
+
+def _hybrid(prefix: str, **config):
+    """A decoder of Mamba and attention layers, ``transformers.<prefix>Model``, static length
+    (its scans are Python loops over the tokens here)."""
+    @_seed
+    def build(with_mask):
+        import transformers as T
+        model = getattr(T, f"{prefix}Model")(_decoder_config(getattr(T, f"{prefix}Config"), **config))
+        if getattr(model.config, "num_experts", 1) > 1:
+            model = _batched_experts(model)
+        return Case(model, {"input_ids": token_ids(LENGTH)}, int_inputs=("input_ids",))
+    return build
+
+
+jamba = _hybrid("Jamba", num_experts=2, num_experts_per_tok=1, expert_layer_period=2, expert_layer_offset=1,
+                attn_layer_period=2, attn_layer_offset=1, mamba_d_state=8, mamba_d_conv=4, mamba_expand=2,
+                mamba_dt_rank=4)
+
+
+bamba = _hybrid("Bamba", attn_layer_indices=[1], mamba_n_heads=4, mamba_d_head=16, mamba_n_groups=1, mamba_d_state=8,
+                mamba_d_conv=4, mamba_expand=2, mamba_chunk_size=4)
+
+
+@_seed
+def olmoe(with_mask):
+    import transformers as T
+    cfg = _decoder_config(T.OlmoeConfig, num_experts=4, num_experts_per_tok=2)
+    return _text(_batched_experts(T.OlmoeModel(cfg)), with_mask)
+
+
+diffllama = _decoder("DiffLlama")
+
+
+helium = _decoder("Helium", head_dim=8)
+
+
+nemotron = _decoder("Nemotron", head_dim=8)
+
+
+persimmon = _decoder("Persimmon")
+
+
 #: family → (builder(with_mask), whether it takes an attention_mask)
 FAMILIES: dict[str, tuple[Callable[[bool], Case], bool]] = {
     "BERT": (bert, True), "DistilBERT": (distilbert, True), "RoBERTa": (roberta, True), "ALBERT": (albert, True),
@@ -1292,4 +1387,9 @@ FAMILIES: dict[str, tuple[Callable[[bool], Case], bool]] = {
     "XLNet": (xlnet, True), "MPT": (mpt, True), "RWKV": (rwkv, False), "Cohere2": (cohere2, True),
     "EXAONE 4": (exaone4, True), "SmolLM3": (smollm3, True), "Data2VecText": (data2vec_text, True),
     "ERNIE": (ernie, True),
+    "ViT-MAE": (vitmae, False), "BLIP vision": (blip_vision, False), "GIT vision": (git_vision, False),
+    "ViTDet": (vitdet, False), "LayoutLM": (layoutlm, False),
+    "BigBird": (bigbird, True), "Jamba": (jamba, False), "Bamba": (bamba, False), "OLMoE": (olmoe, True),
+    "DiffLlama": (diffllama, True), "Helium": (helium, True), "Nemotron": (nemotron, True),
+    "Persimmon": (persimmon, True),
 }

@@ -10,7 +10,7 @@ a no-op and never merged.
 """
 from __future__ import annotations
 
-from ..convert.shapes import ncnn_shape
+from ..convert.shapes import batch_dim, ncnn_shape
 from ..ncnn.enums import ReshapeDim
 from ..ncnn.layers import param_values
 from .manager import graph_pass
@@ -39,6 +39,26 @@ def _is_noop(op) -> bool:
     return src is not None and src == dst and all(isinstance(d, int) for d in src)
 
 
+def _note_relabel(x, y) -> None:
+    """A no-op Reshape between a batch on one axis and the same samples on another (a permute
+    that only moves the batch axis: ViTDet's decomposed einsum) leaves ``x`` holding ``y``'s
+    value with that axis moved: say so (``aten_layout``, see :mod:`engine.verify.mapping`), so
+    verify lays PyTorch's value out along the right batch axis instead of comparing ``x`` with
+    it in another order."""
+    bx, by = batch_dim(x), batch_dim(y)
+    if bx is None or by is None or bx == by or x.shape is None or y.shape is None or len(x.shape) != len(y.shape):
+        return
+    dims = [d for d in range(len(y.shape)) if d != by]
+    dims.insert(bx, by)  # x == y.permute(dims)
+    if [y.shape[d] for d in dims] != list(x.shape) or "aten_layout" in x.meta:
+        return
+    note = y.meta.get("aten_layout")
+    value = note.get("value") if isinstance(note, dict) and note.get("dims") is None and "view_of" not in note \
+        else None if isinstance(note, dict) else y.name
+    if value is not None:
+        x.meta["aten_layout"] = {"value": value, "dims": dims}
+
+
 @graph_pass("eliminate_noop_reshape", "drop no-op Reshape/Flatten layers, merge chains of them")
 def run(graph, cx):
     changed = True
@@ -50,6 +70,7 @@ def run(graph, cx):
             x = op.inputs[0]
             prev = x.producer
             if _is_noop(op):
+                _note_relabel(x, op.outputs[0])
                 graph.bypass(op)
                 changed = True
             elif (prev is not None and prev.type in _RESHAPES and _only_consumer(x, op) and not _copies_dims(op)

@@ -338,3 +338,24 @@ class ChannelsAsBatch(nn.Module):
         a = nn.functional.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(b * c, t // self.patch, -1)
         y = self.head((h + a).reshape(b, c, -1))  # (B, C, out)
         return y.transpose(1, 2) * scale + mean, mean
+
+
+class RelPosEinsum(nn.Module):
+    """ViTDet's decomposed relative positions: ``einsum("bhwc,hkc->bhwk", q, Rh)`` over a
+    (batch·heads, h, w, c) view, added to the scores in a 5-D view. The einsum is lowered with a
+    permute that only moves the batch axis, a no-op Reshape that a pass drops: the blob left holds
+    the einsum's value with its batch on another axis."""
+
+    def __init__(self, hw: int = 4, c: int = 8):
+        super().__init__()
+        self.hw = hw
+        self.qkv = nn.Linear(c, 3 * c)
+        self.rel_h = nn.Parameter(torch.randn(hw, hw, c) * 0.5)
+
+    def forward(self, x):  # (B·heads, hw·hw, c)
+        n, _, c = x.shape
+        q, k, v = self.qkv(x).chunk(3, -1)
+        attn = q @ k.transpose(-2, -1)
+        rel = torch.einsum("bhwc,hkc->bhwk", q.reshape(n, self.hw, self.hw, c), self.rel_h)
+        attn = (attn.view(n, self.hw, self.hw, self.hw, self.hw) + rel[:, :, :, :, None]).view(n, self.hw ** 2, -1)
+        return torch.relu(attn.softmax(-1) @ v)  # ATen node relu

@@ -14,7 +14,8 @@ pytest.importorskip("ncnn")
 from engine.verify import Cancelled, VerifyError, VerifyOptions, verify  # noqa: E402
 from engine.verify.result import DIVERGENT, FAILED, INHERITED, OK  # noqa: E402
 from tests.engine.verify.models import (BROKEN_RELU, RELU_AS_SIGMOID, SHIFTED_CONV, SHIFTED_PADDING,  # noqa: E402
-                                        ChannelsAsBatch, ModeRegions, export, relu_as_sigmoid, write_plugin)
+                                        ChannelsAsBatch, ModeRegions, RelPosEinsum, export, relu_as_sigmoid,
+                                        write_plugin)
 
 FP32 = VerifyOptions(fp16=False)
 
@@ -246,6 +247,22 @@ def test_an_input_batch_gathered_into_one_blob_is_fed_whole(tmp_path, dialect):
     assert not b.ok and fd is not None and "relu" in fd.isolated_with, (fd and (fd.layer, fd.isolated_with))
     assert [x.layer for x in b.layers if x.blamed] == [fd.layer]
     assert all(x.status == OK for x in b.layers[:fd.index] if x.blobs and any(y.compared for y in x.blobs))
+
+
+@pytest.mark.parametrize("dialect", ["training", "core"])
+def test_a_value_left_with_its_batch_on_another_axis_is_laid_out_so(tmp_path, dialect):
+    """ViTDet's relative-position einsum: the no-op Reshape moving its batch axis back is dropped
+    and the blob before it stands for the einsum; verify compared it in the wrong order and blamed
+    that correct layer (cosine 0.5). The pass now records the moved axis."""
+    torch.manual_seed(0)
+    pt2 = export(RelPosEinsum().eval(), [torch.randn(4, 16, 8)], tmp_path / "relpos.pt2", dialect)
+    r = verify(pt2, FP32)
+    assert r.first_divergent is None and r.ok, (r.first_divergent and r.first_divergent.layer)
+    assert sum(1 for x in r.layers for b in x.blobs if b.compared) >= 8
+    broken = write_plugin(tmp_path / "broken.py", relu_as_sigmoid("relu"))
+    b = verify(pt2, VerifyOptions(fp16=False, converters=[broken]))
+    assert not b.ok and b.first_divergent is not None and "relu" in b.first_divergent.aten_nodes
+    assert [x.layer for x in b.layers if x.blamed] == [b.first_divergent.layer]
 
 
 def test_without_isolated_runs_blame_follows_input_errors(cnn_training_pt2, tmp_path):

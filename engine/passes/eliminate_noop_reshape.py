@@ -53,8 +53,12 @@ def _note_relabel(x, y) -> None:
     if [y.shape[d] for d in dims] != list(x.shape) or "aten_layout" in x.meta:
         return
     note = y.meta.get("aten_layout")
-    value = note.get("value") if isinstance(note, dict) and note.get("dims") is None and "view_of" not in note \
-        else None if isinstance(note, dict) else y.name
+    if note is None:
+        value = y.name
+    elif isinstance(note, dict) and note.get("dims") is None and "view_of" not in note:
+        value = note.get("value")
+    else:  # y is itself re-laid out: its layout and this move are not composed here
+        return
     if value is not None:
         x.meta["aten_layout"] = {"value": value, "dims": dims}
 

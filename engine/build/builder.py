@@ -101,8 +101,8 @@ from typing import Any
 from ..collector import no_cyclic_gc
 from ..errors import PT2FormatError
 from ..ir import Attribute, Graph, IRError, Operand, Operator, Provenance
-from ..reader.schema import CustomObjRef, GraphArgument, InputKind, OutputKind, ScalarType, SymRef, TensorRef
-from ..reader.tensors import DTYPES
+from ..reader.schema import CustomObjRef, GraphArgument, InputKind, OutputKind, SymRef, TensorRef
+from ..reader.tensors import raw_real
 from . import schemas
 from .symbolic import dim
 from .values import scalar, short_dtype
@@ -274,8 +274,7 @@ class _Builder:
         shape = [int(_hint(s)) for s in sizes]
         dtype = short_dtype(meta.dtype) if meta is not None else out.dtype
         ep, fqn = self.ep, info.target or info.name
-        raw = meta is not None and DTYPES[meta.dtype].raw_bits and meta.dtype is not ScalarType.COMPLEXHALF
-        if raw or self.float32 and dtype in _HALF_DTYPES:  # numpy holds no bfloat16 or float8: their values
+        if meta is not None and raw_real(meta.dtype) or self.float32 and dtype in _HALF_DTYPES:  # numpy holds no bfloat16 or float8: their values
             stype = meta.dtype
 
             def load():

@@ -39,6 +39,7 @@ from ..errors import PT2Error, PT2FormatError
 from ..ir import Attribute, Graph, Operand, Operator
 from ..ir.vocab import is_aten
 from ..ncnn.expr import ExprError, evaluate
+from ..reader.tensors import bf16_values
 from ._rewrite import replace_chain
 from .manager import graph_pass
 
@@ -922,18 +923,6 @@ def _tagged(attr: Attribute, out: Operand) -> Attribute:
     if out.dtype == "bf16" and attr.dtype == "f32":
         attr.dtype = "bf16"
     return attr
-
-
-def bf16_values(arr) -> np.ndarray:
-    """``arr`` rounded to bfloat16 (to nearest, ties to even, as PyTorch casts), held as float32:
-    numpy has no bfloat16, and the engine holds bfloat16 weights as float32 values too. PyTorch
-    computes a bfloat16 op in float32 and rounds its result, so a folded bfloat16 op is this
-    rounding of the float32 result."""
-    a = np.array(arr, dtype=np.float32, order="C")
-    flat = a.reshape(-1)  # an array, never a numpy scalar: its uint32 sums wrap without a warning
-    bits = flat.view(np.uint32)
-    rounded = (bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) & np.uint32(0xFFFF0000)
-    return np.where(np.isnan(flat), flat, rounded.view(np.float32)).reshape(a.shape)
 
 
 def _python_scalar(v: Any) -> Any:

@@ -161,6 +161,25 @@ def _zeros(dt, sizes, strides, offset, need):
 
 
 # ------------------------------------------------------------------------------ conversion
+def raw_real(st: ScalarType) -> bool:
+    """Whether ``st`` is a real float numpy holds only as its bits (bfloat16, every float8)."""
+    return DTYPES[st].raw_bits and st is not ScalarType.COMPLEXHALF
+
+
+def bf16_values(arr):
+    """``arr`` rounded to bfloat16 (to nearest, ties to even, as PyTorch casts), held as float32:
+    numpy has no bfloat16, and the engine holds bfloat16 weights as float32 values too. PyTorch
+    computes a bfloat16 op in float32 and rounds its result, so a folded bfloat16 op is this
+    rounding of the float32 result."""
+    import numpy as np
+
+    a = np.array(arr, dtype=np.float32, order="C")
+    flat = a.reshape(-1)  # an array, never a numpy scalar: its uint32 sums wrap without a warning
+    bits = flat.view(np.uint32)
+    rounded = (bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) & np.uint32(0xFFFF0000)
+    return np.where(np.isnan(flat), flat, rounded.view(np.float32)).reshape(a.shape)
+
+
 def to_float32(arr, st: ScalarType):
     """Values of a view made for ``st`` as float32 (complex64 for complex dtypes).
 

@@ -31,7 +31,7 @@ from typing import Any, Callable, Collection
 import numpy as np
 
 from ..reader import schema as S
-from ..reader.tensors import DTYPES
+from ..reader.tensors import DTYPES, raw_real
 from .errors import cancelled_type, check_cancel, require
 from .inputs import ModelInputs
 
@@ -90,8 +90,8 @@ class _Program:
         meta = info.meta
         if info.payload is None or not info.payload.readable or meta is None:
             raise Unsupported(f"input {info.name}: no readable stored tensor")
-        raw = DTYPES[meta.dtype].raw_bits
-        if raw and meta.dtype is S.ScalarType.COMPLEXHALF or not meta.is_contiguous or str(meta.device) != "cpu":
+        raw = raw_real(meta.dtype)
+        if DTYPES[meta.dtype].raw_bits and not raw or not meta.is_contiguous or str(meta.device) != "cpu":
             raise Unsupported(f"input {info.name}: {meta.dtype.name} {meta.device} stored tensor")
         arr = np.array(self.ep.tensor(info.name))  # own, writable copy
         if raw:  # bfloat16 / float8: the stored bits, viewed as that dtype (numpy has none of them)

@@ -150,7 +150,7 @@ def param_text(graph: Graph) -> str:
 def bf16_bits(values: np.ndarray) -> np.ndarray:
     """The bfloat16 bit patterns (uint16) of ``values``, rounded to nearest even as PyTorch
     casts (exact for values that are bfloat16 already, as a ``bf16`` attribute's are)."""
-    from ..passes.fold_constants import bf16_values
+    from ..reader.tensors import bf16_values
 
     return (bf16_values(values).view(np.uint32) >> np.uint32(16)).astype(np.uint16)
 

@@ -291,11 +291,18 @@ def _batched_experts(model):
     return model
 
 
-@_seed
-def mixtral(with_mask):
-    import transformers as T
-    cfg = _decoder_config(T.MixtralConfig, num_local_experts=4, num_experts_per_tok=2)
-    return _text(_batched_experts(T.MixtralModel(cfg)), with_mask)
+def _moe(prefix: str, **config):
+    """A mixture-of-experts decoder ``transformers.<prefix>Model`` with :func:`_decoder_config`'s
+    small sizes (and ``config``), its experts batched (:func:`_batched_experts`)."""
+    @_seed
+    def build(with_mask):
+        import transformers as T
+        cfg = _decoder_config(getattr(T, f"{prefix}Config"), **config)
+        return _text(_batched_experts(getattr(T, f"{prefix}Model")(cfg)), with_mask)
+    return build
+
+
+mixtral = _moe("Mixtral", num_local_experts=4, num_experts_per_tok=2)
 
 
 @_seed
@@ -1071,11 +1078,7 @@ def canine(with_mask):
     return case
 
 
-@_seed
-def granite_moe(with_mask):
-    import transformers as T
-    cfg = _decoder_config(T.GraniteMoeConfig, num_local_experts=4, num_experts_per_tok=2)
-    return _text(_batched_experts(T.GraniteMoeModel(cfg)), with_mask)
+granite_moe = _moe("GraniteMoe", num_local_experts=4, num_experts_per_tok=2)
 
 
 @_seed
@@ -1308,11 +1311,7 @@ bamba = _hybrid("Bamba", attn_layer_indices=[1], mamba_n_heads=4, mamba_d_head=1
                 mamba_d_conv=4, mamba_expand=2, mamba_chunk_size=4)
 
 
-@_seed
-def olmoe(with_mask):
-    import transformers as T
-    cfg = _decoder_config(T.OlmoeConfig, num_experts=4, num_experts_per_tok=2)
-    return _text(_batched_experts(T.OlmoeModel(cfg)), with_mask)
+olmoe = _moe("Olmoe", num_experts=4, num_experts_per_tok=2)
 
 
 diffllama = _decoder("DiffLlama")

@@ -53,27 +53,30 @@ class OpLayout:
     #: extent is 1 (a concatenation joins whole samples; size 1 is not a broadcast there)
     exact: bool = False
 
-    def links_from(self, i: int, a: int) -> list[Link]:
-        return self._index()[0].get((i, a), [])
+    def links_from(self, i: int, a: int) -> Sequence[Link]:
+        return self._index()[2].get((i, a), _NO_LINKS)
 
-    def links_to(self, k: int, b: int) -> list[Link]:
-        return self._index()[1].get((k, b), [])
+    def links_to(self, k: int, b: int) -> Sequence[Link]:
+        return self._index()[3].get((k, b), _NO_LINKS)
 
-    def _index(self) -> tuple[dict, dict]:
-        """The links by (input, axis) and by (output, axis), built on first use and again when a
-        rule added links since (an elementwise op of many inputs links every axis of each: a
-        scan per query made the solver quadratic in the inputs)."""
-        key = (id(self.links), len(self.links))
+    def _index(self) -> tuple:
+        """``(links, len(links), by (input, axis), by (output, axis))``, built on first use and
+        again when a rule added links since (an elementwise op of many inputs links every axis
+        of each: a scan per query made the solver quadratic in the inputs)."""
         cached = self.__dict__.get("_links_index")
-        if cached is None or cached[0] != key:
+        links = self.links
+        if cached is None or cached[0] is not links or cached[1] != len(links):
             by_in: dict = {}
             by_out: dict = {}
-            for ln in self.links:
+            for ln in links:
                 by_in.setdefault((ln.i, ln.a), []).append(ln)
                 by_out.setdefault((ln.k, ln.b), []).append(ln)
-            cached = (key, by_in, by_out)
-            self.__dict__["_links_index"] = cached
-        return cached[1], cached[2]
+            cached = self.__dict__["_links_index"] = (links, len(links), by_in, by_out)
+        return cached
+
+
+#: what a query of an axis with no link returns (shared: callers only read it)
+_NO_LINKS: tuple = ()
 
 
 Rule = Callable[[Operator], "OpLayout | None"]

@@ -177,6 +177,9 @@ def _lower_one(g: Graph, registry: Registry, ctx: ConversionContext, op: Operato
     finally:
         ctx.current = None
     emitted = ctx.emitted
+    if len(outs) == 1 and outs[0] is not None and not outs[0].consumers and outs[0].producer in emitted:
+        g.take_over_output(op.outputs[0], outs[0])  # the usual case: nothing to rewire or rename
+        outs = ()
     for old, new in zip(op.outputs, outs):
         if new is None:
             continue

@@ -629,6 +629,25 @@ class Graph:
         self.operands[opd.name] = opd
         return opd.name
 
+    def take_over_output(self, old: Operand, new: Operand) -> None:
+        """Make ``new``'s producer produce ``old`` in its place: ``old`` keeps its name and its
+        readers, and takes ``new``'s dtype, shape and meta where ``new`` has them; ``new`` becomes
+        an output of ``old``'s producer instead (which the caller is about to remove). What a
+        lowering does when a replacement operand nobody reads yet stands for a single output —
+        the same graph as rewiring every reader to ``new`` and renaming it, without touching the
+        readers."""
+        producer, emitter = old.producer, new.producer
+        producer.outputs[producer.outputs.index(old)] = new
+        emitter.outputs[emitter.outputs.index(new)] = old
+        old.__dict__["producer"], new.__dict__["producer"] = emitter, producer
+        if new.dtype is not None:
+            old.dtype = new.dtype
+        if new.shape is not None:
+            old.shape = new.shape
+        old.meta = {**old.meta, **new.meta}
+        touch(producer)
+        touch(emitter)
+
     def dispose(self) -> None:
         """Unlink every operator from its operands and empty the graph, so that what it held
         is freed by reference counting at once: operators and operands refer to each other, and

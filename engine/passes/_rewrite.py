@@ -3,7 +3,7 @@ of operators by one, try a rewrite at every chain end."""
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Collection, Sequence
 
 from ..ir import Attribute, Graph, IRError, Operand, Operator, Provenance
 
@@ -24,16 +24,17 @@ def sole_consumer(op: Operator, types: Sequence[str]) -> Operator | None:
     return user
 
 
-def rewrite_from_roots(graph: Graph, rewrite: Callable[[Graph, Operator], bool], what: str) -> None:
-    """Try ``rewrite(graph, root)`` with every ATen operator as a chain's last op, the last ones
-    first (a chain's end comes after its start); operators a rewrite removed are skipped."""
+def rewrite_from_roots(graph: Graph, rewrite: Callable[[Graph, Operator], bool], what: str,
+                       roots: Collection[str]) -> None:
+    """Try ``rewrite(graph, root)`` with every ATen operator whose type is in ``roots`` as a
+    chain's last op, the last ones first (a chain's end comes after its start); operators a
+    rewrite removed are skipped."""
     from ..ir.vocab import is_aten
 
-    alive = set(map(id, graph.ops))
-    for root in reversed(list(graph.ops)):
-        if id(root) in alive and is_aten(root) and rewrite(graph, root):
+    ops = graph.ops
+    for root in reversed(list(ops)):
+        if root.type in roots and root in ops and is_aten(root) and rewrite(graph, root):
             logging.getLogger(__name__).debug("%s at %s", what, root.name)
-            alive = set(map(id, graph.ops))
 
 
 def replace_chain(graph: Graph, root: Operator, absorbed: Sequence[Operator], type: str, inputs: Sequence[Operand],

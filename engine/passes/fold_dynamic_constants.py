@@ -170,15 +170,19 @@ def cut_constant_to(graph: Graph, em: AtenEmitter, large: np.ndarray, shape: lis
     return cur
 
 
+def symbol_ranges(graph: Graph) -> dict[str, tuple]:
+    """``(min, max)`` of each symbolic size of ``graph`` that no given input shape binds."""
+    bound = graph.meta.get("symbol_values", {})
+    return {n: (s.get("min"), s.get("max")) for n, s in graph.meta.get("symbols", {}).items() if n not in bound}
+
+
 class _Shapes:
     """Which operands are shape values, and the sizes they take."""
 
     def __init__(self, graph: Graph):
         self.graph = graph
         self.values: set[int] = set()
-        bound = graph.meta.get("symbol_values", {})
-        self.ranges = {n: (s.get("min"), s.get("max")) for n, s in graph.meta.get("symbols", {}).items()
-                       if n not in bound}
+        self.ranges = symbol_ranges(graph)
         for op in graph.ops:
             if self._computes_shape_value(op):
                 self.values.update(id(o) for o in op.outputs)

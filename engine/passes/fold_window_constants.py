@@ -26,7 +26,7 @@ import numpy as np
 from ..ir import Graph, Operand, Operator
 from ._aten import AtenEmitter
 from .fold_constants import FOLD_BUDGET
-from .fold_dynamic_constants import _SYMBOL, _Evaluator, _Shapes, offset_size_operand
+from .fold_dynamic_constants import _SYMBOL, _Evaluator, _Shapes, offset_size_operand, symbol_ranges
 from .manager import graph_pass
 
 log = logging.getLogger(__name__)
@@ -206,9 +206,9 @@ class _Window:
 @graph_pass("fold_window_constants", "values made from run-time positions past + arange(n): fold over every "
                                      "position, cut to the window at run time")
 def run(graph: Graph, cx) -> None:
-    shapes = _Shapes(graph)
-    if not shapes.ranges:
+    if not symbol_ranges(graph):  # a static graph: no run-time position (before a scan of it)
         return
+    shapes = _Shapes(graph)
     sources = [(op, sym) for op in _sources(graph, shapes) if (sym := _symbol_of(op)) is not None]
     binds = _bindings(shapes, graph.meta.get("symbols", {})) if sources else None
     if binds is None:

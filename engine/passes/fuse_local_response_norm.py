@@ -100,4 +100,4 @@ def _fuse(graph: Graph, root: Operator) -> bool:
 @graph_pass("fuse_local_response_norm", "turn PyTorch's avg_pool3d form of local_response_norm (odd size, "
             "N, C, H, W) back into one op for ncnn's LRN")
 def run(graph: Graph, cx) -> None:
-    rewrite_from_roots(graph, _fuse, "fused local_response_norm")
+    rewrite_from_roots(graph, _fuse, "fused local_response_norm", ("aten.div.Tensor",))

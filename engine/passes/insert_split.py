@@ -11,6 +11,9 @@ from .manager import graph_pass
 @graph_pass("insert_split", "give every blob used more than once a Split layer with one output per use")
 def run(graph, cx):
     for opd in list(graph.operands.values()):
+        cons = opd.consumers
+        if not cons or len(cons) == 1 and cons[0].inputs.count(opd) == 1:  # one use
+            continue
         uses = [(c, i) for c in opd.consumers for i, x in enumerate(c.inputs) if x is opd]
         uses = list(dict.fromkeys(uses))
         if all(c.type == "Output" for c, _ in uses):

@@ -258,11 +258,11 @@ def run(graph: Graph, cx) -> None:
         if op.type in _INSTANCE_NORM_CORE:
             _unrepeat_weights(graph, op)
     for root in reversed(list(graph.ops)):  # outermost mul first: it may carry the weight
-        if root not in graph.ops or root.type not in _MULS or not is_aten(root) or len(root.outputs) != 1:
+        if root.type not in _MULS or root not in graph.ops or not is_aten(root) or len(root.outputs) != 1:
             continue
         if _rms_norm(graph, root):
             log.debug("recomposed rms_norm at %s", root.name)
     for root in reversed(list(graph.ops)):
-        if root in graph.ops and root.type in ("aten.add.Tensor", "aten.mul.Tensor") and is_aten(root) \
+        if root.type in ("aten.add.Tensor", "aten.mul.Tensor") and root in graph.ops and is_aten(root) \
                 and _layer_norm(graph, root):
             log.debug("recomposed layer_norm at %s", root.name)

@@ -81,4 +81,4 @@ def _logsumexp(graph: Graph, root: Operator) -> bool:
 
 @graph_pass("recompose_reductions", "turn core ATen's guarded logsumexp chain back into one op")
 def run(graph: Graph, cx) -> None:
-    rewrite_from_roots(graph, _logsumexp, "recomposed logsumexp")
+    rewrite_from_roots(graph, _logsumexp, "recomposed logsumexp", ("aten.add.Tensor",))

@@ -83,4 +83,4 @@ def _stft(graph: Graph, root: Operator) -> bool:
 
 @graph_pass("recompose_spectral", "turn core ATen's framed real FFT back into one stft")
 def run(graph: Graph, cx) -> None:
-    rewrite_from_roots(graph, _stft, "recomposed stft")
+    rewrite_from_roots(graph, _stft, "recomposed stft", ("aten.permute.default",))

@@ -67,14 +67,15 @@ class ConversionContext:
         cur = self.current
         assert cur is not None, "emit() outside a rule"
         op_name = self._new_name(name)
-        if isinstance(outputs, int):
+        if outputs == 1 and isinstance(outputs, int):  # made with its dtype and shape
             like = cur.outputs[0] if cur.outputs else None
-            outs = []
-            for k in range(outputs):
-                o = self.graph.new_operand(op_name if outputs == 1 else f"{op_name}_out{k}")
-                if like is not None and outputs == 1:
-                    o.dtype, o.shape = like.dtype, (None if like.shape is None else list(like.shape))
-                outs.append(o)
+            if like is not None:
+                dtype = like.dtype if dtype is None else dtype
+                shape = like.shape if shape is None else shape
+            outs = [self.graph.new_operand(op_name, dtype=dtype, shape=shape)]
+            dtype = shape = None
+        elif isinstance(outputs, int):
+            outs = [self.graph.new_operand(f"{op_name}_out{k}") for k in range(outputs)]
         else:
             outs = [o if o is not None else self.graph.new_operand(f"{op_name}_out{k}") for k, o in enumerate(outputs)]
         if dtype is not None:
@@ -82,7 +83,7 @@ class ConversionContext:
         if shape is not None:
             outs[0].shape = list(shape)
         op = self.graph.add_op(type, op_name, list(inputs), outs, params=params, attrs=attrs,
-                               input_names=input_names, provenance=cur.provenance, before=cur)
+                               input_names=input_names, provenance=cur.provenance, before=cur, exact=True)
         for k in _INHERITED_META:
             if k in cur.meta:
                 op.meta[k] = cur.meta[k]

@@ -21,14 +21,15 @@ def _is_int(v) -> bool:
 def int_tuple(value, n: int, what: str, *, at_least: int | None = None) -> tuple[int, ...]:
     """``value`` (an int or a list of 1 or ``n`` ints, each ``>= at_least``) as ``n`` ints."""
     out: tuple[int, ...] | None = None
-    if _is_int(value):
+    if isinstance(value, (list, tuple)):  # first: the usual form, and no ABC check of a list
+        if all(map(_is_int, value)):
+            if len(value) == 1:
+                out = (int(value[0]),) * n
+            elif len(value) == n:
+                out = tuple(map(int, value))
+    elif _is_int(value):
         out = (int(value),) * n
-    elif isinstance(value, (list, tuple)) and all(map(_is_int, value)):
-        if len(value) == 1:
-            out = (int(value[0]),) * n
-        elif len(value) == n:
-            out = tuple(int(v) for v in value)
-    if out is None or (at_least is not None and any(v < at_least for v in out)):
+    if out is None or (at_least is not None and out and min(out) < at_least):
         bound = "" if at_least is None else f" >= {at_least}"
         raise Unsupported(f"unsupported: {what}={value!r} (expected {n} constant integers{bound})")
     return out

@@ -598,12 +598,14 @@ class Graph:
                 raise IRError(f"cannot remove {op.name!r}: output {o.name!r} is still used by "
                               + ", ".join(c.name for c in o.consumers))
         for i in op.inputs:
-            if op in i.consumers:
+            try:
                 i.consumers.remove(op)
+            except ValueError:
+                pass
         if op not in self._next:
             raise IRError(f"cannot remove {op.name!r}: it is not in the graph")
         for o in op.outputs:
-            o.producer = None
+            o.__dict__["producer"] = None  # not a field of the operand's line: no change to count
             if drop_outputs:
                 self.operands.pop(o.name, None)
         self._unlink(op)

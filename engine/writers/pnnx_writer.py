@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import sys
 from typing import Any, Callable
 
 import numpy as np
@@ -155,6 +156,13 @@ def bf16_bits(values: np.ndarray) -> np.ndarray:
     return (bf16_values(values).view(np.uint32) >> np.uint32(16)).astype(np.uint16)
 
 
+#: byte orders that are little-endian here (``=``: native; ``|``: single bytes)
+_LITTLE_ENDIAN = ("<", "|", "=") if sys.byteorder == "little" else ("<", "|")
+#: members up to this size are hashed, not looked up among the checked archive spans
+#: (:func:`engine.reader.verified.crc_of`): their CRC costs less than finding the address
+_CRC_LOOKUP_MIN = 2048
+
+
 def _attr_bytes(op: Operator, key: str) -> np.ndarray:
     """The attribute's data as little-endian raw bytes: a flat uint8 view (a copy only when the
     data is strided or big-endian)."""
@@ -163,7 +171,11 @@ def _attr_bytes(op: Operator, key: str) -> np.ndarray:
     if a.dtype == "bf16" and data.dtype != np.uint16:  # its values (see engine.build.builder): their bits
         data = bf16_bits(data)
     size = _ELEMSIZE.get(a.dtype, data.dtype.itemsize) * math.prod(a.shape)
-    raw = data.astype(data.dtype.newbyteorder("<"), copy=False).reshape(-1).view(np.uint8)
+    if data.dtype.hasobject:
+        raise TypeError(f"attribute {key!r} holds Python objects, not numbers")
+    if data.dtype.byteorder not in _LITTLE_ENDIAN:
+        data = data.astype(data.dtype.newbyteorder("<"))
+    raw = np.frombuffer(data, np.uint8)
     if raw.size != size:
         raise _ValueError(f"attribute {key!r} holds {raw.size} bytes, {a.shape} {a.dtype} needs {size}")
     return raw
@@ -189,7 +201,8 @@ def write_pnnx(graph: Graph, param_path: str | os.PathLike, bin_path: str | os.P
                     raw = _attr_bytes(op, key)
                 except _ValueError as e:
                     raise WriteError(os.fspath(bin_path), f"operator {op.name!r}: {e}") from None
-                zw.write_member(f"{op.name}.{key}", raw, crc=verified.crc_of(raw))
+                crc = verified.crc_of(raw) if raw.size > _CRC_LOOKUP_MIN else None
+                zw.write_member(f"{op.name}.{key}", raw, crc=crc)
             if progress is not None:
                 progress(k + 1, len(graph.ops))
         zw.close()

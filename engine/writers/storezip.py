@@ -19,6 +19,8 @@ _EOCD64 = struct.Struct("<IQHHIIQQQQ")         # signature + zip64 end of centra
 _EOCD64_LOCATOR = struct.Struct("<IIQI")
 _EOCD = struct.Struct("<IHHHHIIH")
 _ZIP64_EXTRA_LEN = _ZIP64_EXTRA.size           # 32 bytes: 4 header + 28 data, as pnnx writes it
+#: a member this small is copied into the write of its header (one write instead of two)
+_JOIN_MAX = 1 << 12
 
 
 class _Sink(Protocol):
@@ -57,11 +59,15 @@ class StoreZipWriter:
         if crc is None:
             crc = zlib.crc32(mv) & 0xFFFFFFFF
         offset = self._sink.tell()
-        # the local header, name and extra field in one write (small writes cost more than bytes)
-        self._sink.write(b"".join((_LFH.pack(0x04034B50, 0, 0, 0, 0, 0, crc, 0xFFFFFFFF, 0xFFFFFFFF,
-                                             len(raw_name), _ZIP64_EXTRA_LEN),
-                                   raw_name, _ZIP64_EXTRA.pack(0x0001, _ZIP64_EXTRA_LEN - 4, size, size, 0, 0))))
-        self._sink.write(mv)
+        # the local header, name and extra field in one write, and a small member's data with them
+        # (small writes cost more than bytes)
+        head = (_LFH.pack(0x04034B50, 0, 0, 0, 0, 0, crc, 0xFFFFFFFF, 0xFFFFFFFF, len(raw_name), _ZIP64_EXTRA_LEN),
+                raw_name, _ZIP64_EXTRA.pack(0x0001, _ZIP64_EXTRA_LEN - 4, size, size, 0, 0))
+        if size <= _JOIN_MAX:
+            self._sink.write(b"".join((*head, mv)))
+        else:
+            self._sink.write(b"".join(head))
+            self._sink.write(mv)
         self._entries.append(_Entry(raw_name, offset, crc, size))
 
     def close(self) -> None:

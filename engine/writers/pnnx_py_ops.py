@@ -15,6 +15,7 @@ params are read from the inputs at run time.
 """
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, Callable
 
@@ -121,6 +122,7 @@ class OpContext:
         return pos, kw
 
 
+@functools.lru_cache(maxsize=4096)  # a graph repeats a few string params thousands of times
 def _symbolic(text: str) -> bool:
     """A string param that is a symbolic size (``s77``, ``2*s77-1``) rather than a word."""
     return bool(_EXPRESSION_CHARS.fullmatch(text)) and bool(_SYMBOL.search(text))

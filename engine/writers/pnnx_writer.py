@@ -31,7 +31,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import WriteError
-from ..ir import Graph, Operator
+from ..ir import Graph, Operand, Operator
 from ..reader import verified
 from .atomic import atomic_files
 from .ncnn_check import WHITESPACE
@@ -119,9 +119,9 @@ def _operand_text(opd) -> str:
     return f"#{opd.name}={_shape(opd.shape)}{opd.dtype or 'null'}" if opd.shape else ""
 
 
-def operator_line(op: Operator, operands: dict[int, str] | None = None) -> str:
-    """The operator's line; ``operands`` keeps each operand's ``#`` text by ``id`` for the
-    operators after it in one file (an operand is annotated on its producer and consumers)."""
+def operator_line(op: Operator, operands: dict[Operand, str] | None = None) -> str:
+    """The operator's line; ``operands`` keeps each operand's ``#`` text for the operators
+    after it in one file (an operand is annotated on its producer and consumers)."""
     if operands is None:
         operands = {}
     ins, outs = op.inputs, op.outputs
@@ -140,9 +140,9 @@ def operator_line(op: Operator, operands: dict[int, str] | None = None) -> str:
             if name:
                 parts.append(f"${name}={opd.name}")
     for opd in (*ins, *outs):
-        text = operands.get(id(opd))
+        text = operands.get(opd)
         if text is None:
-            text = operands[id(opd)] = _operand_text(opd)
+            text = operands[opd] = _operand_text(opd)
         if text:
             parts.append(text)
     return " ".join(parts)
@@ -172,15 +172,14 @@ def _check_names(graph: Graph) -> list[str]:
 def param_text(graph: Graph) -> str:
     """The ``.pnnx.param`` text of ``graph``."""
     ops = graph.ops
-    operands = {o.name for op in ops for o in op.outputs}
-    operands.update(i.name for op in ops for i in op.inputs)
-    lines = [str(MAGIC), f"{len(ops)} {len(operands)}"]
-    texts: dict[int, str] = {}
+    lines = [str(MAGIC), ""]
+    texts: dict[Operand, str] = {}  # every operand an operator reads or writes, once the lines are made
     for op in ops:
         try:
             lines.append(operator_line(op, texts))
         except _ValueError as e:
             raise _ValueError(f"operator {op.name!r}: {e}") from None
+    lines[1] = f"{len(ops)} {len({o.name for o in texts})}"
     return "\n".join(lines) + "\n"
 
 

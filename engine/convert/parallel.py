@@ -20,10 +20,9 @@ next operator, and that failure is what the caller sees.
 from __future__ import annotations
 
 import contextvars
+import math
 import threading
 from typing import TYPE_CHECKING, Callable
-
-import numpy as np
 
 from ..ir import Graph
 
@@ -44,7 +43,7 @@ class _Stopped(Exception):
 def worth_parallel(graph: Graph) -> bool:
     """Whether ``graph``'s weights are heavy enough for :func:`run_both` to pay (see above):
     counted at 4 bytes a value from the shapes, nothing read."""
-    n = 4 * sum(int(np.prod(a.shape, dtype=np.int64)) for op in graph.ops for a in op.attrs.values())
+    n = 4 * sum(math.prod(a.shape) for op in graph.ops for a in op.attrs.values())
     return n >= PARALLEL_MIN_BYTES and n >= PARALLEL_MIN_BYTES_PER_OP * max(len(graph.ops), 1)
 
 

@@ -36,7 +36,8 @@ def fold_scale_shift(graph, op, bn, weight_fn, through=None):
 
     def new_bias():
         scale, shift = scale_shift()
-        return (as_f64(bias, n, 0.0) * scale + shift).astype(np.float32)
+        old = 0.0 if bias is None else as_f64(bias, n, 0.0)  # no bias: zeros, without the array of them
+        return (old * scale + shift).astype(np.float32)
 
     op.attrs["weight"] = derived(new_weight, weight.shape)
     op.attrs["bias"] = derived(new_bias, (n,))

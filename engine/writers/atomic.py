@@ -81,11 +81,12 @@ class TempFile:
         self._pos = 0
 
     def write(self, data) -> int:
+        """Write all of ``data`` (any bytes-like object); the number of bytes written."""
         try:
-            n = self._f.write(data)
+            n = self._f.write(data)  # a buffered file writes it all and counts bytes, not items
         except OSError as e:
             raise write_error(self.target, e) from e
-        self._pos += memoryview(data).nbytes
+        self._pos += n
         return n
 
     def tell(self) -> int:

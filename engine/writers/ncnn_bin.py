@@ -8,6 +8,7 @@ on a 4-byte boundary.
 """
 from __future__ import annotations
 
+import math
 import threading
 
 import numpy as np
@@ -44,38 +45,54 @@ def write_weight(data: np.ndarray, write, *, tagged: bool, fp16: bool) -> bool:
     """Write one weight (the bytes of :func:`encode`) through ``write`` and say whether it holds
     a NaN or an infinite value. A weight stored as fp16 is converted a chunk at a time into one
     reused buffer (no full-size temporary, the chunk stays in cache between its range check,
-    its conversion and its write); the finiteness comes from the same range check."""
+    its conversion and its write); the finiteness comes from the same range check. A small
+    weight goes out in one write, tag and padding included."""
     a = np.asarray(data).reshape(-1)
     if not (tagged and fp16 and a.dtype != np.int8 and a.dtype.kind not in "bcOSUV"):
         chunks = encode(a, tagged=tagged, fp16=fp16)
         for c in chunks:
             write(c)
         return a.dtype.kind == "f" and not _all_finite(a)
-    write(FP16_TAG.to_bytes(4, "little"))
+    pad = _FP16_PAD if a.size % 2 else b""
+    if a.size < BITS_MIN:
+        c = np.asarray(a, np.float32)  # a weight of another dtype goes through float32 too
+        h = np.empty(c.size, "<f2")
+        finite = _cast_clamped(c, h)
+        write(b"".join((_FP16_TAG, h, pad)))
+        return not finite
+    write(_FP16_TAG)
     finite = True
-    if a.size >= BITS_MIN:
-        buf, bits = _scratch()
-    else:
-        buf, bits = np.empty(a.size, "<f2"), None
+    buf, bits = _scratch()
     for lo in range(0, a.size, CHUNK):
         c = a[lo:lo + CHUNK]
         if c.dtype != np.float32 or not c.flags.c_contiguous:
             c = np.ascontiguousarray(c, np.float32)
-        cmin, cmax = c.min(), c.max()
-        in_range = -FP16_MAX <= cmin and cmax <= FP16_MAX  # False for a NaN too
-        if not in_range:
-            finite = finite and bool(np.isfinite(cmin) and np.isfinite(cmax))
-            c = np.clip(c, -FP16_MAX, FP16_MAX)
         out = buf[:c.size]
-        # a NaN anywhere makes min and max NaN: no second pass over the chunk to find one
-        if bits is not None and c.size >= BITS_MIN and not (np.isnan(cmin) or np.isnan(cmax)):
-            bits.into(c, out)
-        else:
-            np.copyto(out, c, casting="same_kind")
+        # the bit conversion checks the range itself; a chunk beyond it is clamped and cast
+        if c.size < BITS_MIN or not bits.into(c, out):
+            finite = _cast_clamped(c, out) and finite
         write(out)
-    if a.size % 2:
-        write(FP16_PAD.to_bytes(2, "little"))
+    if pad:
+        write(pad)
     return not finite
+
+
+_FP16_TAG = FP16_TAG.to_bytes(4, "little")
+_FP16_PAD = FP16_PAD.to_bytes(2, "little")
+
+
+def _cast_clamped(c: np.ndarray, out: np.ndarray) -> bool:
+    """numpy's float16 cast of the float32 ``c`` into ``out``, values beyond ±65504 clamped
+    (a NaN stays NaN); whether ``c`` is all finite."""
+    if not c.size:
+        return True
+    cmin, cmax = np.minimum.reduce(c), np.maximum.reduce(c)  # a NaN anywhere makes both NaN
+    finite = True
+    if not (-FP16_MAX <= cmin and cmax <= FP16_MAX):  # out of range, or a NaN
+        finite = bool(np.isfinite(cmin) and np.isfinite(cmax))
+        c = np.clip(c, -FP16_MAX, FP16_MAX)
+    np.copyto(out, c, casting="same_kind")
+    return finite
 
 
 _SCRATCH = threading.local()
@@ -94,7 +111,9 @@ def _scratch() -> tuple[np.ndarray, Fp16Encoder]:
 def _all_finite(a: np.ndarray) -> bool:
     for lo in range(0, a.size, CHUNK):
         c = a[lo:lo + CHUNK]
-        if not (np.isfinite(c.min()) and np.isfinite(c.max())):
+        # a finite sum has no NaN or infinity in it (one reduction); an infinite one may only
+        # have overflowed
+        if not (math.isfinite(np.add.reduce(c)) or np.isfinite(c.min()) and np.isfinite(c.max())):
             return False
     return True
 

@@ -11,6 +11,8 @@ matching what the layer will load (count and sizes); blobs of at most 4 dims (ba
 """
 from __future__ import annotations
 
+import functools
+import math
 import re
 from typing import Iterable
 
@@ -49,14 +51,26 @@ def _ncnn_rank(shape, meta) -> int:
     return rank
 
 
+def _names_fine(layers: list[Operator]) -> bool:
+    """Whether no layer or blob name has a :func:`_name_problem`, tested on all of them at once."""
+    names = [op.name for op in layers] + [o.name for op in layers for o in op.outputs]
+    if not all(names):
+        return False
+    joined = "/".join(names)
+    return (joined.isascii() and max(map(len, names)) <= MAX_NAME_BYTES and joined.isprintable()
+            and not WHITESPACE.search(joined))
+
+
 def check_structure(layers: list[Operator]) -> list[str]:
     problems: list[str] = []
-    layer_ids = {id(op) for op in layers}
+    names_fine = _names_fine(layers)
+    layer_ids: set[int] = set()  # made at the first input produced later or by no layer
     seen_layers: set[str] = set()
     produced: dict[str, str] = {}
-    uses: dict[str, list[str]] = {}
+    first_user: dict[str, str] = {}
+    users: dict[str, list[str]] = {}  # of the blobs consumed more than once
     for op in layers:
-        p = _name_problem(f"layer {op.name!r}" if op.name else "a layer", op.name)
+        p = None if names_fine else _name_problem(f"layer {op.name!r}" if op.name else "a layer", op.name)
         if p:
             problems.append(p)
         if op.name in seen_layers:
@@ -64,22 +78,28 @@ def check_structure(layers: list[Operator]) -> list[str]:
         seen_layers.add(op.name)
         for i in op.inputs:
             if i.name not in produced:
+                layer_ids = layer_ids or {id(x) for x in layers}
                 src = f"later by {i.producer.name!r}" if id(i.producer) in layer_ids else "by no layer"
                 problems.append(f"layer {op.name!r}: input blob {i.name!r} is produced {src}")
-            uses.setdefault(i.name, []).append(op.name)
+            if i.name in first_user:
+                users.setdefault(i.name, [first_user[i.name]]).append(op.name)
+            else:
+                first_user[i.name] = op.name
         for o in op.outputs:
-            p = _name_problem(f"blob of layer {op.name!r}", o.name)
+            p = None if names_fine else _name_problem(f"blob of layer {op.name!r}", o.name)
             if p:
                 problems.append(p)
             if o.name in produced:
                 problems.append(f"blob {o.name!r} is produced twice (by {produced[o.name]!r} and {op.name!r})")
             produced[o.name] = op.name
-            if o.shape is not None and _ncnn_rank(o.shape, o.meta) > MAX_DIMS:
+            # a blob of at most 4 dims has at most 4 without its batch axis
+            if o.shape is not None and len(o.shape) > MAX_DIMS and _ncnn_rank(o.shape, o.meta) > MAX_DIMS:
                 problems.append(f"layer {op.name!r}: blob {o.name!r} has shape {list(o.shape)}, more than "
                                 f"{MAX_DIMS} dims without the batch axis (ncnn Mats have at most 4)")
-    for blob, users in uses.items():
-        if len(users) > 1:
-            problems.append(f"blob {blob!r} is consumed {len(users)} times (by {', '.join(map(repr, users))}); "
+    for blob in first_user if users else ():  # in the order of their first use
+        if blob in users:
+            problems.append(f"blob {blob!r} is consumed {len(users[blob])} times (by "
+                            f"{', '.join(map(repr, users[blob]))}); "
                             "ncnn needs a Split layer with one output per consumer (run the insert_split pass)")
     return problems
 
@@ -101,6 +121,11 @@ def _check_custom(op: Operator) -> list[str]:
         if attr.dtype in ("bool", "c64", "c128", "c32"):
             problems.append(f"custom layer {op.name!r}: weight {key!r} has dtype {attr.dtype}, not storable")
     return problems
+
+
+@functools.lru_cache(maxsize=None)
+def _weight_names(layer_type: str) -> frozenset[str]:
+    return frozenset(w.name for w in L.weight_spec(layer_type))
 
 
 def check_layer(op: Operator, loads: dict[int, list[L.LoadedWeight]] | None = None) -> list[str]:
@@ -127,14 +152,12 @@ def check_layer(op: Operator, loads: dict[int, list[L.LoadedWeight]] | None = No
         return [f"layer {op.name!r} ({op.type}): has {len(have)} weights "
                 f"({', '.join(k for k, _ in have) or 'none'}) but with these params the runtime loads "
                 f"{len(want)} ({', '.join(w.name for w in want) or 'none'})"]
-    names = {w.name for w in L.weight_spec(op.type)}
+    names = _weight_names(op.type)
     for (key, attr), w in zip(have, want):
         if key in names and key != w.name:
             problems.append(f"layer {op.name!r}: weight {key!r} is in the place of {w.name!r} "
                             "(weights must be in load order)")
-        n = 1
-        for d in attr.shape:
-            n *= int(d)
+        n = math.prod(attr.shape)
         if n != w.size:
             problems.append(f"layer {op.name!r}: weight {key!r} has {n} values {tuple(attr.shape)}, "
                             f"the params make the runtime load {w.size} for {w.name} ({w.spec.size})")

@@ -72,16 +72,27 @@ class NcnnWriteResult:
 def param_text(graph: Graph) -> str:
     """The ``.ncnn.param`` text of a graph (which must pass :func:`.ncnn_check.check_graph`)."""
     layers = ncnn_layers(graph)
-    blobs = {o.name for op in layers for o in op.outputs} | {i.name for op in layers for i in op.inputs}
-    lines = [str(MAGIC), f"{len(layers)} {len(blobs)}"]
+    lines = [str(MAGIC), ""]
+    blobs: set[str] = set()
+    spec_kinds: dict[str, dict[int, str]] = {}  # param kinds by id, per layer type
     for op in layers:
+        ins, outs = [i.name for i in op.inputs], [o.name for o in op.outputs]
+        blobs.update(ins)
+        blobs.update(outs)
         if op.meta.get("custom_layer"):  # unconverted op written for a custom ncnn layer: no params
-            lines.append(format_layer(op.type, op.name, [i.name for i in op.inputs], [o.name for o in op.outputs], []))
+            lines.append(format_layer(op.type, op.name, ins, outs, []))
             continue
-        plugin = op.meta.get("plugin_layer")  # a plug-in's custom layer: params as given, kinds by value
-        kinds = kinds_for(op.params, {} if plugin else {p.id: p.kind for p in L.get_spec(op.type).params})
-        params = [format_value(k, kinds[k], op.params[k]) for k in sorted(op.params)]
-        lines.append(format_layer(op.type, op.name, [i.name for i in op.inputs], [o.name for o in op.outputs], params))
+        if op.meta.get("plugin_layer"):  # a plug-in's custom layer: params as given, kinds by value
+            known = {}
+        else:
+            known = spec_kinds.get(op.type)
+            if known is None:
+                known = spec_kinds[op.type] = {p.id: p.kind for p in L.get_spec(op.type).params}
+        params = op.params
+        kinds = kinds_for(params, known)
+        texts = [format_value(k, kinds[k], params[k]) for k in sorted(params)]
+        lines.append(format_layer(op.type, op.name, ins, outs, texts))
+    lines[1] = f"{len(layers)} {len(blobs)}"
     return "\n".join(lines) + "\n"
 
 

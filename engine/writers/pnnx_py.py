@@ -63,14 +63,15 @@ class _Writer:
         self.g = graph
         self.sig = sig
         self.names = sig.names
+        self._vars = sig.vars
         self.attrs = Names(MODULE_ATTRIBUTES | {"load_tensor"})
         self._numbers: dict[int, bool] = {}
         self.symbols = SymbolCode([(o, sig.vars[id(o)]) for o in sig.inputs])
 
     def var(self, opd: Operand) -> str:
-        v = self.sig.vars.get(id(opd))
+        v = self._vars.get(id(opd))
         if v is None:
-            v = self.sig.vars[id(opd)] = self.names(("value", id(opd)), "v_" + opd.name)
+            v = self._vars[id(opd)] = self.names(("value", id(opd)), "v_" + opd.name)
         return v
 
     def is_number(self, opd: Operand) -> bool:
@@ -85,12 +86,8 @@ class _Writer:
         return self._numbers[key]
 
     def sources(self) -> list[tuple[object, OpSource]]:
-        out = []
-        for op in self.g.ops:
-            cx = OpContext(op, self.var, self.attrs(op.name), self.symbols, self.is_number,
-                           lambda base, op=op: self.names(("temp", op.name, base), base))
-            out.append((op, source_of(cx)))
-        return out
+        var, attrs, symbols, is_number, names = self.var, self.attrs, self.symbols, self.is_number, self.names
+        return [(op, source_of(OpContext(op, var, attrs(op.name), symbols, is_number, names))) for op in self.g.ops]
 
 
 def _weight_line(w: Weight) -> str:
@@ -123,9 +120,9 @@ def pnnx_python(graph: Graph, *, bin_path: str | os.PathLike, py_path: str | os.
         init += src.init
         weights += src.weights
         if src.forward:
-            mods = [m for m in op.provenance.modules if m]
-            first = src.forward[0] + (f"  # {mods[0]}" if mods else "")
-            forward += [first] + src.forward[1:]
+            module = next(filter(None, op.provenance.modules), None)
+            forward.append(src.forward[0] + (f"  # {module}" if module else ""))
+            forward += src.forward[1:]
     leaves = [w.var(o) if o is not None else literal(v) for o, v in zip(sig.outputs, sig.output_values)]
     forward.append(f"return {sig.return_expr(leaves)}" if leaves else "return None")
     return _file(sig, w, init, weights, forward, bin_path, py_path, source)

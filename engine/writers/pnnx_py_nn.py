@@ -29,12 +29,11 @@ def _module(cx: OpContext) -> OpSource:
 
 
 def _module_weights(cx: OpContext) -> list[Weight]:
-    out = []
-    for key, a in sorted(cx.op.attrs.items()):
-        shape = _NORMALIZED_SHAPE.get(cx.op.type, lambda op, k, s: s)(cx.op, key, a.shape)
-        kind = "buffer" if key in _BUFFERS else "parameter"
-        out.append(Weight(f"self.{cx.attr}", key, f"{cx.op.name}.{key}", a, kind, shape=tuple(shape)))
-    return out
+    op = cx.op
+    owner, normalized = f"self.{cx.attr}", _NORMALIZED_SHAPE.get(op.type)
+    return [Weight(owner, key, f"{op.name}.{key}", a, "buffer" if key in _BUFFERS else "parameter",
+                   shape=tuple(normalized(op, key, a.shape) if normalized else a.shape))
+            for key, a in sorted(op.attrs.items())]
 
 
 def _normalized(op: Operator, key: str, shape):

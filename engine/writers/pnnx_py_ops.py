@@ -15,6 +15,7 @@ params are read from the inputs at run time.
 """
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, Callable
 
@@ -52,13 +53,17 @@ class OpContext:
     the run-time spelling of symbolic sizes."""
 
     def __init__(self, op: Operator, var: Callable[[Operand], str], attr: str, symbols: SymbolCode,
-                 is_number: Callable[[Operand], bool], temp: Callable[[str], str]):
+                 is_number: Callable[[Operand], bool], names: Callable[[Any, str], str]):
         self.op = op
         self.var = var
         self.attr = attr
         self.symbols = symbols
         self.is_number = is_number
-        self.temp = temp  #: a fresh variable for an intermediate value (``temp("v_q")``)
+        self._names = names
+
+    def temp(self, base: str) -> str:
+        """A fresh variable for an intermediate value (``temp("v_q")``)."""
+        return self._names(("temp", self.op.name, base), base)
 
     @property
     def x(self) -> str:
@@ -77,9 +82,11 @@ class OpContext:
                 if code is not None:
                     return code
             return literal(v)
-        if isinstance(v, (list, tuple)) and any(isinstance(x, str) for x in v):
-            inner = ", ".join(self.value(x) for x in v)
-            return f"[{inner}]" if isinstance(v, list) else f"({inner}{',' if len(v) == 1 else ''})"
+        if isinstance(v, (list, tuple)):
+            for x in v:  # (a loop: cheaper than any() on the few items of sizes and strides)
+                if isinstance(x, str):
+                    inner = ", ".join(self.value(x) for x in v)
+                    return f"[{inner}]" if isinstance(v, list) else f"({inner}{',' if len(v) == 1 else ''})"
         return literal(v)
 
     def _placeholder(self, name: str) -> Operand | None:
@@ -88,12 +95,17 @@ class OpContext:
     def assign(self, expr: str) -> str:
         """``<outputs> = expr``."""
         outs = self.op.outputs
+        if len(outs) == 1:
+            return f"{self.var(outs[0])} = {expr}"
         if not outs:
             return expr
         return ", ".join(self.var(o) for o in outs) + f" = {expr}"
 
     def params(self, skip=()) -> list[tuple[str, str]]:
-        return [(str(k), self.value(v)) for k, v in self.op.params.items() if k not in skip]
+        value = self.value
+        if not skip:
+            return [(str(k), value(v)) for k, v in self.op.params.items()]
+        return [(str(k), value(v)) for k, v in self.op.params.items() if k not in skip]
 
     def inputs(self, first: int = 0) -> tuple[list[str], list[tuple[str, str]]]:
         """Inputs from ``first`` on as (positional, keyword) arguments: named inputs are keywords
@@ -110,6 +122,7 @@ class OpContext:
         return pos, kw
 
 
+@functools.lru_cache(maxsize=4096)  # a graph repeats a few string params thousands of times
 def _symbolic(text: str) -> bool:
     """A string param that is a symbolic size (``s77``, ``2*s77-1``) rather than a word."""
     return bool(_EXPRESSION_CHARS.fullmatch(text)) and bool(_SYMBOL.search(text))

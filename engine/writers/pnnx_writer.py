@@ -24,12 +24,14 @@ from __future__ import annotations
 import logging
 import math
 import os
+import re
+import sys
 from typing import Any, Callable
 
 import numpy as np
 
 from ..errors import WriteError
-from ..ir import Graph, Operator
+from ..ir import Graph, Operand, Operator
 from ..reader import verified
 from .atomic import atomic_files
 from .ncnn_check import WHITESPACE
@@ -87,7 +89,7 @@ def _shape(dims) -> str:
     if text is None:
         text = "(" + ",".join("?" if d is None or isinstance(d, str) or (isinstance(d, int) and d < 0)
                               else str(int(d)) for d in dims) + ")"
-        if key is not None and len(_SHAPES) < _SHAPES_MAX:
+        if key is not None and len(_SHAPES) < _MEMO_MAX:
             _SHAPES[key] = text
     return text
 
@@ -95,38 +97,70 @@ def _shape(dims) -> str:
 #: shape spelling by dims: a graph repeats a few shapes on thousands of operands (dims equal as
 #: dict keys — 1, 1.0, True — spell the same)
 _SHAPES: dict[tuple, str] = {}
-_SHAPES_MAX = 1 << 16
+_MEMO_MAX = 1 << 16
 
 
-def _check_key(op: Operator, key: str) -> None:
-    if not key or key[0] in "@$#" or "=" in key or WHITESPACE.search(key):
-        raise _ValueError(f"param name {key!r} cannot be written to pnnx.param")
+def _key_text(key) -> str:
+    """A param name as written; refused when pnnx.param cannot hold it."""
+    skey = str(key)
+    if not skey or skey[0] in "@$#" or "=" in skey or WHITESPACE.search(skey):
+        raise _ValueError(f"param name {skey!r} cannot be written to pnnx.param")
+    if type(key) is str and len(_KEYS) < _MEMO_MAX:
+        _KEYS.add(key)
+    return skey
 
 
-def operator_line(op: Operator) -> str:
-    parts = [f"{op.type:<24} {op.name:<24} {len(op.inputs)} {len(op.outputs)}"]
-    parts += [i.name for i in op.inputs]
-    parts += [o.name for o in op.outputs]
-    for key in sorted(op.params, key=str):
-        skey = str(key)
-        _check_key(op, skey)
-        parts.append(f"{skey}={encode_value(op.params[key])}")
+#: param names found writable (a graph repeats a few dozen on thousands of operators)
+_KEYS: set[str] = set()
+
+
+def _operand_text(opd) -> str:
+    """``#name=(shape)type``, or "" for an operand without a shape."""
+    return f"#{opd.name}={_shape(opd.shape)}{opd.dtype or 'null'}" if opd.shape else ""
+
+
+def operator_line(op: Operator, operands: dict[Operand, str] | None = None) -> str:
+    """The operator's line; ``operands`` keeps each operand's ``#`` text for the operators
+    after it in one file (an operand is annotated on its producer and consumers)."""
+    if operands is None:
+        operands = {}
+    ins, outs = op.inputs, op.outputs
+    parts = [f"{op.type:<24} {op.name:<24} {len(ins)} {len(outs)}"]
+    parts += [i.name for i in ins]
+    parts += [o.name for o in outs]
+    params = op.params
+    for key in sorted(params, key=str):
+        skey = key if type(key) is str and key in _KEYS else _key_text(key)
+        parts.append(f"{skey}={encode_value(params[key])}")
     for key in sorted(op.attrs):
         a = op.attrs[key]
         parts.append(f"@{key}={_shape(a.shape)}{a.dtype or 'null'}")
-    if op.input_names and len(op.input_names) == len(op.inputs):
-        for name, opd in zip(op.input_names, op.inputs):
+    if op.input_names and len(op.input_names) == len(ins):
+        for name, opd in zip(op.input_names, ins):
             if name:
                 parts.append(f"${name}={opd.name}")
-    for opd in list(op.inputs) + list(op.outputs):
-        if opd.shape:
-            parts.append(f"#{opd.name}={_shape(opd.shape)}{opd.dtype or 'null'}")
+    for opd in (*ins, *outs):
+        text = operands.get(opd)
+        if text is None:
+            text = operands[opd] = _operand_text(opd)
+        if text:
+            parts.append(text)
     return " ".join(parts)
 
 
+#: operator and operand names and types that pnnx.param cannot hold (whitespace ends a token)
+_BAD_NAME = re.compile(r"[\s=]")
+
+
 def _check_names(graph: Graph) -> list[str]:
+    ops = graph.ops
+    names = [op.name for op in ops] + [o.name for op in ops for o in op.outputs]
+    types = [op.type for op in ops]
+    if (all(names) and all(types) and not _BAD_NAME.search("\0".join(names))
+            and not WHITESPACE.search("\0".join(types))):
+        return []  # the usual case, seen at once
     problems = []
-    for op in graph.ops:
+    for op in ops:
         for kind, name in [("operator", op.name)] + [("operand", o.name) for o in op.outputs]:
             if not name or "=" in name or WHITESPACE.search(name):
                 problems.append(f"{kind} name {name!r} is empty or contains whitespace or '='")
@@ -137,13 +171,15 @@ def _check_names(graph: Graph) -> list[str]:
 
 def param_text(graph: Graph) -> str:
     """The ``.pnnx.param`` text of ``graph``."""
-    operands = {o.name for op in graph.ops for o in list(op.inputs) + list(op.outputs)}
-    lines = [str(MAGIC), f"{len(graph.ops)} {len(operands)}"]
-    for op in graph.ops:
+    ops = graph.ops
+    lines = [str(MAGIC), ""]
+    texts: dict[Operand, str] = {}  # every operand an operator reads or writes, once the lines are made
+    for op in ops:
         try:
-            lines.append(operator_line(op))
+            lines.append(operator_line(op, texts))
         except _ValueError as e:
             raise _ValueError(f"operator {op.name!r}: {e}") from None
+    lines[1] = f"{len(ops)} {len({o.name for o in texts})}"
     return "\n".join(lines) + "\n"
 
 
@@ -155,6 +191,13 @@ def bf16_bits(values: np.ndarray) -> np.ndarray:
     return (bf16_values(values).view(np.uint32) >> np.uint32(16)).astype(np.uint16)
 
 
+#: byte orders that are little-endian here (``=``: native; ``|``: single bytes)
+_LITTLE_ENDIAN = ("<", "|", "=") if sys.byteorder == "little" else ("<", "|")
+#: members up to this size are hashed, not looked up among the checked archive spans
+#: (:func:`engine.reader.verified.crc_of`): their CRC costs less than finding the address
+_CRC_LOOKUP_MIN = 2048
+
+
 def _attr_bytes(op: Operator, key: str) -> np.ndarray:
     """The attribute's data as little-endian raw bytes: a flat uint8 view (a copy only when the
     data is strided or big-endian)."""
@@ -163,7 +206,11 @@ def _attr_bytes(op: Operator, key: str) -> np.ndarray:
     if a.dtype == "bf16" and data.dtype != np.uint16:  # its values (see engine.build.builder): their bits
         data = bf16_bits(data)
     size = _ELEMSIZE.get(a.dtype, data.dtype.itemsize) * math.prod(a.shape)
-    raw = data.astype(data.dtype.newbyteorder("<"), copy=False).reshape(-1).view(np.uint8)
+    if data.dtype.hasobject:
+        raise TypeError(f"attribute {key!r} holds Python objects, not numbers")
+    if data.dtype.byteorder not in _LITTLE_ENDIAN:
+        data = data.astype(data.dtype.newbyteorder("<"))
+    raw = np.frombuffer(data, np.uint8)
     if raw.size != size:
         raise _ValueError(f"attribute {key!r} holds {raw.size} bytes, {a.shape} {a.dtype} needs {size}")
     return raw
@@ -189,7 +236,8 @@ def write_pnnx(graph: Graph, param_path: str | os.PathLike, bin_path: str | os.P
                     raw = _attr_bytes(op, key)
                 except _ValueError as e:
                     raise WriteError(os.fspath(bin_path), f"operator {op.name!r}: {e}") from None
-                zw.write_member(f"{op.name}.{key}", raw, crc=verified.crc_of(raw))
+                crc = verified.crc_of(raw) if raw.size > _CRC_LOOKUP_MIN else None
+                zw.write_member(f"{op.name}.{key}", raw, crc=crc)
             if progress is not None:
                 progress(k + 1, len(graph.ops))
         zw.close()

@@ -82,9 +82,13 @@ def literal(v: Any) -> str:
         return str(v)
     if t is str:
         return repr(v)
-    if (t is list or t is tuple) and all(type(x) is int for x in v):  # sizes, strides, axes
-        inner = ", ".join(map(str, v))
-        return f"[{inner}]" if t is list else f"({inner}{',' if len(v) == 1 else ''})"
+    if t is list or t is tuple:  # sizes, strides, axes: all ints (a loop: cheaper than all() here)
+        for x in v:
+            if type(x) is not int:
+                break
+        else:
+            inner = ", ".join(map(str, v))
+            return f"[{inner}]" if t is list else f"({inner}{',' if len(v) == 1 else ''})"
     if v is None or isinstance(v, bool):
         return repr(v)
     if isinstance(v, int):
@@ -112,4 +116,6 @@ def literal(v: Any) -> str:
 
 def call(fn: str, args: list[str], kwargs: list[tuple[str, str]] = ()) -> str:
     """``fn(a, b, k=v)`` from already spelled arguments."""
-    return f"{fn}(" + ", ".join(list(args) + [f"{k}={v}" for k, v in kwargs]) + ")"
+    if kwargs:
+        args = [*args, *[f"{k}={v}" for k, v in kwargs]]
+    return f"{fn}({', '.join(args)})"

@@ -10,8 +10,6 @@ import struct
 import zlib
 from typing import Protocol
 
-from ..records import record
-
 _LFH = struct.Struct("<IHHHHHIIIHH")          # signature + local_file_header
 _ZIP64_EXTRA = struct.Struct("<HHQQQI")        # id, size, uncompressed, compressed, lfh offset, disk
 _CDFH = struct.Struct("<IHHHHHHIIIHHHHHII")    # signature + central_directory_file_header
@@ -19,21 +17,13 @@ _EOCD64 = struct.Struct("<IQHHIIQQQQ")         # signature + zip64 end of centra
 _EOCD64_LOCATOR = struct.Struct("<IIQI")
 _EOCD = struct.Struct("<IHHHHIIH")
 _ZIP64_EXTRA_LEN = _ZIP64_EXTRA.size           # 32 bytes: 4 header + 28 data, as pnnx writes it
+#: a member this small is copied into the write of its header (one write instead of two)
+_JOIN_MAX = 1 << 12
 
 
 class _Sink(Protocol):
     def write(self, data) -> int: ...
     def tell(self) -> int: ...
-
-
-@record
-class _Entry:
-    """A member written so far (for the central directory)."""
-
-    name: bytes
-    offset: int
-    crc: int
-    size: int
 
 
 class StoreZipWriter:
@@ -42,7 +32,7 @@ class StoreZipWriter:
 
     def __init__(self, sink: _Sink):
         self._sink = sink
-        self._entries: list[_Entry] = []
+        self._entries: list[tuple[bytes, int, int, int]] = []  # name, offset, crc, size of each member
         self._names: set[bytes] = set()
 
     def write_member(self, name: str, data, *, crc: int | None = None) -> None:
@@ -57,21 +47,25 @@ class StoreZipWriter:
         if crc is None:
             crc = zlib.crc32(mv) & 0xFFFFFFFF
         offset = self._sink.tell()
-        # the local header, name and extra field in one write (small writes cost more than bytes)
-        self._sink.write(b"".join((_LFH.pack(0x04034B50, 0, 0, 0, 0, 0, crc, 0xFFFFFFFF, 0xFFFFFFFF,
-                                             len(raw_name), _ZIP64_EXTRA_LEN),
-                                   raw_name, _ZIP64_EXTRA.pack(0x0001, _ZIP64_EXTRA_LEN - 4, size, size, 0, 0))))
-        self._sink.write(mv)
-        self._entries.append(_Entry(raw_name, offset, crc, size))
+        # the local header, name and extra field in one write, and a small member's data with them
+        # (small writes cost more than bytes)
+        head = (_LFH.pack(0x04034B50, 0, 0, 0, 0, 0, crc, 0xFFFFFFFF, 0xFFFFFFFF, len(raw_name), _ZIP64_EXTRA_LEN),
+                raw_name, _ZIP64_EXTRA.pack(0x0001, _ZIP64_EXTRA_LEN - 4, size, size, 0, 0))
+        if size <= _JOIN_MAX:
+            self._sink.write(b"".join((*head, mv)))
+        else:
+            self._sink.write(b"".join(head))
+            self._sink.write(mv)
+        self._entries.append((raw_name, offset, crc, size))
 
     def close(self) -> None:
         cd_offset = self._sink.tell()
         cd = bytearray()  # the whole central directory, written at once
-        for e in self._entries:
-            cd += _CDFH.pack(0x02014B50, 0, 0, 0, 0, 0, 0, e.crc, 0xFFFFFFFF, 0xFFFFFFFF,
-                             len(e.name), _ZIP64_EXTRA_LEN, 0, 0xFFFF, 0, 0, 0xFFFFFFFF)
-            cd += e.name
-            cd += _ZIP64_EXTRA.pack(0x0001, _ZIP64_EXTRA_LEN - 4, e.size, e.size, e.offset, 0)
+        for name, offset, crc, size in self._entries:
+            cd += _CDFH.pack(0x02014B50, 0, 0, 0, 0, 0, 0, crc, 0xFFFFFFFF, 0xFFFFFFFF,
+                             len(name), _ZIP64_EXTRA_LEN, 0, 0xFFFF, 0, 0, 0xFFFFFFFF)
+            cd += name
+            cd += _ZIP64_EXTRA.pack(0x0001, _ZIP64_EXTRA_LEN - 4, size, size, offset, 0)
         self._sink.write(cd)
         eocd64_offset = self._sink.tell()
         n = len(self._entries)

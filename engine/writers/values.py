@@ -37,8 +37,30 @@ def _strtof(s: str) -> np.float32:
         return np.float32("nan")
 
 
+#: the texts of the floats spelled so far, by value: a model repeats a few (eps, scales) on
+#: thousands of layers (both writers may fill them at once: a race only spells a value twice)
+_PNNX_TEXTS: dict[float, str] = {}
+_NCNN_TEXTS: dict[float, str] = {}
+_TEXTS_MAX = 1 << 14
+
+
+def _remembered(texts: dict[float, str], x: float, spell) -> str:
+    s = texts.get(x)
+    if s is None:
+        s = spell(x)
+        if len(texts) < _TEXTS_MAX:
+            texts[x] = s
+    return s
+
+
 def float_to_string(value: float) -> str:
     """pnnx's text form of a float32 value (see the module docstring)."""
+    if type(value) is float:
+        return _remembered(_PNNX_TEXTS, value, _float_to_string)
+    return _float_to_string(value)
+
+
+def _float_to_string(value: float) -> str:
     f = np.float32(value)
     if f == 0:
         return "0.0"
@@ -65,6 +87,10 @@ def ncnn_float(value: float) -> str:
     x = float(value)
     if math.isnan(x):
         raise ValueError("NaN cannot be written to an ncnn .param file")
+    return _remembered(_NCNN_TEXTS, x, _ncnn_float)
+
+
+def _ncnn_float(x: float) -> str:
     if math.isinf(x):
         x = math.copysign(FLT_MAX, x)
     first = float_to_string(x)

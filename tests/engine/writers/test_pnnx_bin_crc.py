@@ -13,6 +13,7 @@ torch = pytest.importorskip("torch")
 from engine.convert import ConvertOptions, convert  # noqa: E402
 from engine.reader import verified  # noqa: E402
 from engine.reader.archive import ZipArchive  # noqa: E402
+from engine.writers import pnnx_writer  # noqa: E402
 from tests.harness import export_pt2  # noqa: E402
 
 
@@ -53,6 +54,7 @@ def test_crc_of_answers_only_for_a_whole_checked_member_of_an_open_archive(pt2):
 
 
 def test_written_pnnx_bin_reuses_checked_crcs_and_every_crc_is_right(pt2, tmp_path, monkeypatch):
+    monkeypatch.setattr(pnnx_writer, "_CRC_LOOKUP_MIN", 0)  # every member asks (these are all small)
     answers = []
     crc_of = verified.crc_of
     monkeypatch.setattr(verified, "crc_of", lambda a: answers.append((a.tobytes(), crc_of(a))) or answers[-1][1])
@@ -67,3 +69,15 @@ def test_written_pnnx_bin_reuses_checked_crcs_and_every_crc_is_right(pt2, tmp_pa
     assert len(answers) == len(written)
     assert reused == {data for data in written if data in stored}  # every unmodified weight, no other
     assert 0 < len(reused) < len(written)               # conv and fc reused, the folded scale hashed
+
+
+def test_small_members_are_hashed_without_a_lookup(pt2, tmp_path, monkeypatch):
+    asked = []
+    crc_of = verified.crc_of
+    monkeypatch.setattr(verified, "crc_of", lambda a: asked.append(a.nbytes) or crc_of(a))
+    res = convert(str(pt2), ConvertOptions())
+    res.write(pnnx_param=str(tmp_path / "m.pnnx.param"), pnnx_bin=str(tmp_path / "m.pnnx.bin"))
+    with zipfile.ZipFile(tmp_path / "m.pnnx.bin") as zf:
+        assert zf.testzip() is None
+        assert all(i.file_size <= pnnx_writer._CRC_LOOKUP_MIN for i in zf.infolist())
+    assert asked == []                                  # a lookup costs more than hashing a few KB

@@ -173,6 +173,8 @@ class _Builder:
         self.mutations: list[dict] = []
         #: the wrapper node whose subgraph is being inlined (None at the top level)
         self.inline_prefix: str | None = None
+        #: id of a TensorMeta of the program (alive while building) → :meth:`_operand_form`
+        self._forms: dict[int, tuple] = {}
 
     @property
     def exact(self) -> bool:
@@ -212,12 +214,12 @@ class _Builder:
         tm = src.tensor_values.get(name)
         try:
             if tm is not None:
-                shape = [dim(s) for s in tm.sizes]
-                opd = self.g.new_operand(name, dtype=short_dtype(tm.dtype), shape=shape, exact=self.exact)
-                if not all(isinstance(d, int) for d in shape):
-                    opd.meta["shape_hint"] = [_hint(s) for s in tm.sizes]
-                elif tm.is_static and not tm.is_contiguous:  # what as_strided would read differs
-                    opd.meta["strides"] = list(tm.strides)
+                dtype, shape, hint, strides = self._operand_form(tm)
+                opd = self.g.new_operand(name, dtype=dtype, shape=shape, exact=self.exact)
+                if hint is not None:
+                    opd.meta["shape_hint"] = list(hint)
+                elif strides is not None:  # what as_strided would read differs
+                    opd.meta["strides"] = list(strides)
             else:
                 opd = self.g.new_operand(name, exact=self.exact)
                 for table, dtype in ((src.sym_int_values, "i64"), (src.sym_float_values, "f32"),
@@ -233,6 +235,19 @@ class _Builder:
         self.values[name] = opd
         return opd
 
+    def _operand_form(self, tm: Any) -> tuple:
+        """``(dtype, shape, shape hint or None, strides or None)`` of the operands of tensor meta
+        ``tm``: the hint when a dim is symbolic, the strides when a static view is not
+        contiguous. Made once per meta object (the reader shares equal metas)."""
+        form = self._forms.get(id(tm))
+        if form is None:
+            shape = tuple([dim(s) for s in tm.sizes])
+            static = all(isinstance(d, int) for d in shape)
+            hint = None if static else tuple([_hint(s) for s in tm.sizes])
+            strides = tuple(tm.strides) if static and tm.is_static and not tm.is_contiguous else None
+            form = self._forms[id(tm)] = (short_dtype(tm.dtype), shape, hint, strides)
+        return form
+
     def _use(self, name: str, where: str) -> Operand:
         opd = self.values.get(name)
         if opd is None:
@@ -247,9 +262,8 @@ class _Builder:
             return
         self.input_targets[name] = (kind.value, info.target)
         out = self._define(name)
-        prov = Provenance((name,), ())
         if kind is InputKind.USER_INPUT:
-            self.g.add_op("pnnx.Input", name, [], [out], provenance=prov)
+            self.g.add_op("pnnx.Input", name, [], [out], provenance=Provenance((name,), ()))
         elif kind in _ATTRIBUTE_KINDS:
             params: dict[str, Any] = {"target": info.target, "kind": _ATTRIBUTE_KINDS[kind]}
             if kind is InputKind.BUFFER:
@@ -263,7 +277,7 @@ class _Builder:
                 out.dtype = op.attrs["data"].dtype
         else:  # token, custom object
             ref = info.arg.value if info.arg is not None else None
-            op = self.g.add_op("pnnx.Unsupported", name, [], [out], provenance=prov,
+            op = self.g.add_op("pnnx.Unsupported", name, [], [out], provenance=Provenance((name,), ()),
                                params={"kind": kind.value, "target": info.target,
                                        "class_fqn": getattr(ref, "class_fqn", None)})
             op.meta["unsupported_reason"] = f"{kind.value} input {name!r} cannot be converted"

@@ -184,6 +184,7 @@ class ProgramDecoder:
         self._names: list[str] = []  # value names seen by the argument decoders
         self._refs: dict[str, S.TensorRef] = {}
         self._devices: dict[tuple, S.Device] = {}
+        self._metas: dict[tuple, S.TensorMeta] = {}  # fast-path metas by their decoded fields
         self._depth = 0
         self._top_defined: set[str] = set()
         self._warned: set[str] = set()
@@ -484,7 +485,9 @@ class ProgramDecoder:
         return tuple(out)
 
     def tensor_meta(self, v) -> S.TensorMeta:
-        """TensorMeta; a fast path takes the common all-static CPU strided case."""
+        """TensorMeta; a fast path takes the common all-static CPU strided case, and gives
+        equal metas one shared object (most repeat: every activation of one shape). Nothing
+        changes a TensorMeta after decoding."""
         if type(v) is dict:
             try:
                 dt = v["dtype"]
@@ -493,15 +496,20 @@ class ProgramDecoder:
                 off = v["storage_offset"]
                 off = off["as_int"] if type(off) is dict and len(off) == 1 else None
                 rg = v["requires_grad"]
-                device = self._devices.get(_device_key(v["device"]))
+                device = _device_key(v["device"])
                 layout = v["layout"]
             except (KeyError, TypeError):
                 pass
             else:
                 if (type(dt) is int and dt in _SCALAR_TYPES and sizes is not None and strides is not None
                         and len(sizes) == len(strides) and type(off) is int and type(rg) is bool
-                        and device is not None and layout == 7 and type(layout) is int):
-                    return S.TensorMeta(_SCALAR_TYPES[dt], sizes, strides, off, rg, device, S.Layout.STRIDED)
+                        and device in self._devices and layout == 7 and type(layout) is int):
+                    key = (dt, sizes, strides, off, rg, device)
+                    meta = self._metas.get(key)
+                    if meta is None:
+                        meta = self._metas[key] = S.TensorMeta(_SCALAR_TYPES[dt], sizes, strides, off, rg,
+                                                               self._devices[device], S.Layout.STRIDED)
+                    return meta
         return self._tensor_meta(v)
 
     def _tensor_meta(self, v) -> S.TensorMeta:

@@ -95,6 +95,7 @@ outputs as ``{"kind", "name", "target"}``).
 """
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Any
 
@@ -110,6 +111,8 @@ from .values import scalar, short_dtype
 log = logging.getLogger(__name__)
 
 _REFS = (TensorRef, SymRef, CustomObjRef)
+#: argument values that are their own param form
+_PLAIN = frozenset({int, float, bool, str, type(None)})
 #: what a mode wrapper's subgraph may take and return (tensors and symbolic sizes: a
 #: ``torch.no_grad()`` block of a model exported with a dynamic length reads that length)
 _VALUE_REFS = (TensorRef, SymRef)
@@ -133,6 +136,19 @@ def build_graph(ep: Any, *, float32_weights: bool = False) -> Graph:
     value before defining it raises :class:`~engine.errors.PT2FormatError` naming the node."""
     with no_cyclic_gc():  # a few objects per node, next to the decoded program: nothing to collect
         return _Builder(ep, float32_weights).build()
+
+
+@functools.lru_cache(maxsize=None)
+def _schema_plan(key: str) -> tuple:
+    """``(schema, plan, names)`` of overload ``key`` (``(None, (), frozenset())`` without a
+    schema): per schema argument ``(name, never holds a tensor, has a default, default)``, and
+    the set of the argument names."""
+    schema = schemas.get(key)
+    if schema is None:
+        return None, (), frozenset()
+    plan = tuple((a.name, a.type.split("[")[0].rstrip("?") in _NON_TENSOR_TYPES, a.has_default, a.default)
+                 for a in schema.arguments)
+    return schema, plan, frozenset(a.name for a in schema.arguments)
 
 
 def _refers_to_tensor(value: Any) -> bool:
@@ -264,8 +280,8 @@ class _Builder:
         out = self._define(name)
         if kind is InputKind.USER_INPUT:
             self.g.add_op("pnnx.Input", name, [], [out], provenance=Provenance((name,), ()))
-        elif kind in _ATTRIBUTE_KINDS:
-            params: dict[str, Any] = {"target": info.target, "kind": _ATTRIBUTE_KINDS[kind]}
+        elif (attribute_kind := _ATTRIBUTE_KINDS.get(kind)) is not None:
+            params: dict[str, Any] = {"target": info.target, "kind": attribute_kind}
             if kind is InputKind.BUFFER:
                 params["persistent"] = bool(info.persistent) if info.persistent is not None else True
             module = (info.target or "").rpartition(".")[0]
@@ -319,23 +335,22 @@ class _Builder:
         key = node.op
         if key in _INLINED and self._inline(node):
             return
-        schema = schemas.get(key)
+        schema, plan, known = _schema_plan(key)
         call = _Call(self, f"node {node.name}")
         given = [(a.name or f"arg{i}", a.arg) for i, a in enumerate(node.inputs)]
         if schema is not None:
             by_name = dict(given)
-            for sarg in schema.arguments:
-                arg = by_name.get(sarg.name)
+            for name, tensorless, has_default, default in plan:
+                arg = by_name.get(name)
                 if arg is not None:
-                    if _refers_to_tensor(arg.value) and sarg.type.split("[")[0].rstrip("?") in _NON_TENSOR_TYPES:
-                        raise PT2FormatError(f"node {node.name}", f"{key}: argument {sarg.name!r} of type "
-                                                                  f"{sarg.type} refers to a tensor")
-                    call.add(sarg.name, arg.value)
-                elif sarg.has_default:  # a copy: converters may edit params in place
-                    default = sarg.default
-                    call.params[sarg.name] = list(default) if isinstance(default, list) else default
-                    call.defaulted.append(sarg.name)
-            given = [(n, a) for n, a in given if schema.argument(n) is None]
+                    if tensorless and _refers_to_tensor(arg.value):
+                        raise PT2FormatError(f"node {node.name}", f"{key}: argument {name!r} of type "
+                                                                  f"{schema.argument(name).type} refers to a tensor")
+                    call.add(name, arg.value)
+                elif has_default:  # a copy: converters may edit params in place
+                    call.params[name] = list(default) if isinstance(default, list) else default
+                    call.defaulted.append(name)
+            given = [(n, a) for n, a in given if n not in known]
         for name, arg in given:
             call.add(name, arg.value)
         outputs, per_return = self._outputs(node)
@@ -349,7 +364,7 @@ class _Builder:
         meta["source"] = node.metadata.source
         meta["module_stack"] = node.metadata.module_stack
         meta["defaulted"] = call.defaulted
-        if any(n != 1 for n in per_return):
+        if per_return.count(1) != len(per_return):
             meta["outputs_per_return"] = per_return
         if call.subgraphs or key.startswith("higher_order."):
             meta["subgraphs"] = call.subgraphs
@@ -448,6 +463,10 @@ class _Call:
         self.subgraphs: dict[str, GraphArgument] = {}
 
     def add(self, name: str, value: Any) -> None:
+        if value.__class__ is TensorRef:  # the common case, as _param makes it: an input, no param
+            self.inputs.append(self.builder._use(value.name, self.where))
+            self.names.append(name)
+            return
         if isinstance(value, GraphArgument):
             self.subgraphs[name] = value
             self.params[name] = value.name
@@ -458,6 +477,11 @@ class _Call:
 
     def _param(self, value: Any, path: str) -> Any:
         """The param form of a value; every graph value it refers to becomes an input."""
+        cls = value.__class__
+        if cls in _PLAIN:  # as scalar() leaves it
+            return value
+        if cls is list and all(v.__class__ in _PLAIN for v in value):
+            return list(value)
         if isinstance(value, _REFS):
             opd = self.builder._use(value.name, self.where)
             self.inputs.append(opd)

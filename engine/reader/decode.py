@@ -183,6 +183,8 @@ class ProgramDecoder:
         self.md = MetadataParser()
         self._names: list[str] = []  # value names seen by the argument decoders
         self._refs: dict[str, S.TensorRef] = {}
+        #: ``as_tensor`` arguments by name: one object per value (nothing changes an Argument)
+        self._tensor_args: dict[str, S.Argument] = {}
         self._devices: dict[tuple, S.Device] = {}
         self._metas: dict[tuple, S.TensorMeta] = {}  # fast-path metas by their decoded fields
         self._depth = 0
@@ -216,10 +218,10 @@ class ProgramDecoder:
                 name = t.get("name")
                 if type(name) is str:
                     self._names.append(name)
-                    ref = self._refs.get(name)
-                    if ref is None:
-                        ref = self._refs[name] = S.TensorRef(name)
-                    return S.Argument("as_tensor", ref)
+                    arg = self._tensor_args.get(name)
+                    if arg is None:
+                        arg = self._tensor_args[name] = S.Argument("as_tensor", self._tensor_ref(name, False))
+                    return arg
             for tag, val in v.items():
                 conv = self._arg.get(tag)
                 if conv is None:
@@ -246,8 +248,9 @@ class ProgramDecoder:
             return None
         raise _expect(v, "true or []")
 
-    def _tensor_ref(self, v) -> S.TensorRef:
-        """``{"name": ...}`` (or a bare name string, schema 1–2 optional tensors)."""
+    def _tensor_ref(self, v, seen: bool = True) -> S.TensorRef:
+        """``{"name": ...}`` (or a bare name string, schema 1–2 optional tensors); ``seen``: add
+        the name to the names seen."""
         if type(v) is dict:
             name = v.get("name")
             if type(name) is not str:
@@ -256,7 +259,8 @@ class ProgramDecoder:
             name = v
         else:
             raise _expect(v, "an object")
-        self._names.append(name)
+        if seen:
+            self._names.append(name)
         ref = self._refs.get(name)
         if ref is None:
             ref = self._refs[name] = S.TensorRef(name)
@@ -636,8 +640,9 @@ class ProgramDecoder:
         used_names.add(name)
         return S.Node(name, target, inputs, outputs, md, hop)
 
-    def _named_argument(self, v) -> S.NamedArgument:
-        d = _obj(v)
+    def _named_argument(self, d) -> S.NamedArgument:
+        if type(d) is not dict:
+            raise _expect(d, "an object")
         name = d.get("name")
         if type(name) is not str:
             name = _field(d, "name", _str)

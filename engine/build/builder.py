@@ -343,7 +343,7 @@ class _Builder:
             for name, tensorless, has_default, default in plan:
                 arg = by_name.get(name)
                 if arg is not None:
-                    if tensorless and _refers_to_tensor(arg.value):
+                    if tensorless and arg.value.__class__ not in _PLAIN and _refers_to_tensor(arg.value):
                         raise PT2FormatError(f"node {node.name}", f"{key}: argument {name!r} of type "
                                                                   f"{schema.argument(name).type} refers to a tensor")
                     call.add(name, arg.value)
@@ -463,9 +463,13 @@ class _Call:
         self.subgraphs: dict[str, GraphArgument] = {}
 
     def add(self, name: str, value: Any) -> None:
-        if value.__class__ is TensorRef:  # the common case, as _param makes it: an input, no param
+        cls = value.__class__
+        if cls is TensorRef:  # the common cases, as _param makes them: an input and no param,
             self.inputs.append(self.builder._use(value.name, self.where))
             self.names.append(name)
+            return
+        if cls in _PLAIN:  # or a param and no input
+            self.params[name] = value
             return
         if isinstance(value, GraphArgument):
             self.subgraphs[name] = value

@@ -843,14 +843,16 @@ def _static_ints(v) -> tuple | None:
     validating slow path then decodes it)."""
     if type(v) is not list:
         return None
+    out = []
     try:
-        out = tuple([x["as_int"] for x in v])
+        for x in v:
+            n = x["as_int"]
+            if type(n) is not int:
+                return None
+            out.append(n)
     except (KeyError, TypeError, IndexError):
         return None
-    for n in out:
-        if type(n) is not int:
-            return None
-    return out
+    return tuple(out)
 
 
 def _device_key(d) -> tuple | None:
@@ -906,8 +908,8 @@ def _fallback_name(target: str, used: set) -> str:
     t = target[len("torch.ops."):] if target.startswith("torch.ops.") else target
     parts = t.split(".")
     op = ".".join(parts[1:]) if len(parts) > 1 else t
-    op = _CAMEL.sub("_", op).lower()
-    base = _ILLEGAL.sub("_", op) or "node"
+    op = re.sub(_CAMEL, "_", op).lower()
+    base = re.sub(_ILLEGAL, "_", op) or "node"
     if base[0].isdigit():
         base = "_" + base
     name, i = base, 0
@@ -917,8 +919,9 @@ def _fallback_name(target: str, used: set) -> str:
     return name
 
 
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
-_ILLEGAL = re.compile(r"[^0-9a-zA-Z_]+")
+#: patterns of :func:`_fallback_name` (compiled on first use: only files before schema 8.17 need them)
+_CAMEL = r"(?<=[a-z0-9])(?=[A-Z])"
+_ILLEGAL = r"[^0-9a-zA-Z_]+"
 
 
 # ------------------------------------------------------------------------------ entry points

@@ -191,6 +191,8 @@ class _Builder:
         self.inline_prefix: str | None = None
         #: id of a TensorMeta of the program (alive while building) → :meth:`_operand_form`
         self._forms: dict[int, tuple] = {}
+        #: id of a TensorMeta of the program or its payloads → :meth:`_weight_form`
+        self._weight_forms: dict[int, tuple] = {}
 
     @property
     def exact(self) -> bool:
@@ -300,11 +302,12 @@ class _Builder:
 
     def _attribute(self, info: Any, out: Operand) -> Attribute:
         meta = info.meta or self.src.tensor_values.get(info.name)
-        sizes = meta.sizes if meta is not None else out.shape or []
-        shape = [int(_hint(s)) for s in sizes]
-        dtype = short_dtype(meta.dtype) if meta is not None else out.dtype
+        if meta is not None:
+            shape, dtype, raw = self._weight_form(meta)
+        else:
+            shape, dtype, raw = [int(_hint(s)) for s in out.shape or []], out.dtype, False
         ep, fqn = self.ep, info.target or info.name
-        if meta is not None and raw_real(meta.dtype) or self.float32 and dtype in _HALF_DTYPES:  # numpy holds no bfloat16 or float8: their values
+        if raw or self.float32 and dtype in _HALF_DTYPES:  # numpy holds no bfloat16 or float8: their values
             stype = meta.dtype
 
             def load():
@@ -314,6 +317,15 @@ class _Builder:
 
             return Attribute(loader=load, shape=shape, dtype="bf16" if dtype == "bf16" and not self.float32 else "f32")
         return Attribute(loader=lambda: _stored(ep, fqn, shape), shape=shape, dtype=dtype or "unknown")
+
+    def _weight_form(self, meta: Any) -> tuple:
+        """``(shape, dtype, held as raw bits)`` of a stored tensor of meta ``meta``, made once
+        per meta object."""
+        form = self._weight_forms.get(id(meta))
+        if form is None:
+            form = self._weight_forms[id(meta)] = (tuple([int(_hint(s)) for s in meta.sizes]),
+                                                   short_dtype(meta.dtype), raw_real(meta.dtype))
+        return form
 
     # ------------------------------------------------------------------ graph outputs
     def _graph_output(self, op_name: str, info: Any) -> None:

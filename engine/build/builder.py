@@ -95,6 +95,7 @@ outputs as ``{"kind", "name", "target"}``).
 """
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Any
 
@@ -110,6 +111,8 @@ from .values import scalar, short_dtype
 log = logging.getLogger(__name__)
 
 _REFS = (TensorRef, SymRef, CustomObjRef)
+#: argument values that are their own param form
+_PLAIN = frozenset({int, float, bool, str, type(None)})
 #: what a mode wrapper's subgraph may take and return (tensors and symbolic sizes: a
 #: ``torch.no_grad()`` block of a model exported with a dynamic length reads that length)
 _VALUE_REFS = (TensorRef, SymRef)
@@ -133,6 +136,19 @@ def build_graph(ep: Any, *, float32_weights: bool = False) -> Graph:
     value before defining it raises :class:`~engine.errors.PT2FormatError` naming the node."""
     with no_cyclic_gc():  # a few objects per node, next to the decoded program: nothing to collect
         return _Builder(ep, float32_weights).build()
+
+
+@functools.lru_cache(maxsize=None)
+def _schema_plan(key: str) -> tuple:
+    """``(schema, plan, names)`` of overload ``key`` (``(None, (), frozenset())`` without a
+    schema): per schema argument ``(name, never holds a tensor, has a default, default)``, and
+    the set of the argument names."""
+    schema = schemas.get(key)
+    if schema is None:
+        return None, (), frozenset()
+    plan = tuple((a.name, a.type.split("[")[0].rstrip("?") in _NON_TENSOR_TYPES, a.has_default, a.default)
+                 for a in schema.arguments)
+    return schema, plan, frozenset(a.name for a in schema.arguments)
 
 
 def _refers_to_tensor(value: Any) -> bool:
@@ -173,6 +189,10 @@ class _Builder:
         self.mutations: list[dict] = []
         #: the wrapper node whose subgraph is being inlined (None at the top level)
         self.inline_prefix: str | None = None
+        #: id of a TensorMeta of the program (alive while building) → :meth:`_operand_form`
+        self._forms: dict[int, tuple] = {}
+        #: id of a TensorMeta of the program or its payloads → :meth:`_weight_form`
+        self._weight_forms: dict[int, tuple] = {}
 
     @property
     def exact(self) -> bool:
@@ -212,12 +232,12 @@ class _Builder:
         tm = src.tensor_values.get(name)
         try:
             if tm is not None:
-                shape = [dim(s) for s in tm.sizes]
-                opd = self.g.new_operand(name, dtype=short_dtype(tm.dtype), shape=shape, exact=self.exact)
-                if not all(isinstance(d, int) for d in shape):
-                    opd.meta["shape_hint"] = [_hint(s) for s in tm.sizes]
-                elif tm.is_static and not tm.is_contiguous:  # what as_strided would read differs
-                    opd.meta["strides"] = list(tm.strides)
+                dtype, shape, hint, strides = self._operand_form(tm)
+                opd = self.g.new_operand(name, dtype=dtype, shape=shape, exact=self.exact)
+                if hint is not None:
+                    opd.meta["shape_hint"] = list(hint)
+                elif strides is not None:  # what as_strided would read differs
+                    opd.meta["strides"] = list(strides)
             else:
                 opd = self.g.new_operand(name, exact=self.exact)
                 for table, dtype in ((src.sym_int_values, "i64"), (src.sym_float_values, "f32"),
@@ -233,6 +253,19 @@ class _Builder:
         self.values[name] = opd
         return opd
 
+    def _operand_form(self, tm: Any) -> tuple:
+        """``(dtype, shape, shape hint or None, strides or None)`` of the operands of tensor meta
+        ``tm``: the hint when a dim is symbolic, the strides when a static view is not
+        contiguous. Made once per meta object (the reader shares equal metas)."""
+        form = self._forms.get(id(tm))
+        if form is None:
+            shape = tuple([dim(s) for s in tm.sizes])
+            static = all(isinstance(d, int) for d in shape)
+            hint = None if static else tuple([_hint(s) for s in tm.sizes])
+            strides = tuple(tm.strides) if static and tm.is_static and not tm.is_contiguous else None
+            form = self._forms[id(tm)] = (short_dtype(tm.dtype), shape, hint, strides)
+        return form
+
     def _use(self, name: str, where: str) -> Operand:
         opd = self.values.get(name)
         if opd is None:
@@ -247,11 +280,10 @@ class _Builder:
             return
         self.input_targets[name] = (kind.value, info.target)
         out = self._define(name)
-        prov = Provenance((name,), ())
         if kind is InputKind.USER_INPUT:
-            self.g.add_op("pnnx.Input", name, [], [out], provenance=prov)
-        elif kind in _ATTRIBUTE_KINDS:
-            params: dict[str, Any] = {"target": info.target, "kind": _ATTRIBUTE_KINDS[kind]}
+            self.g.add_op("pnnx.Input", name, [], [out], provenance=Provenance((name,), ()))
+        elif (attribute_kind := _ATTRIBUTE_KINDS.get(kind)) is not None:
+            params: dict[str, Any] = {"target": info.target, "kind": attribute_kind}
             if kind is InputKind.BUFFER:
                 params["persistent"] = bool(info.persistent) if info.persistent is not None else True
             module = (info.target or "").rpartition(".")[0]
@@ -263,18 +295,19 @@ class _Builder:
                 out.dtype = op.attrs["data"].dtype
         else:  # token, custom object
             ref = info.arg.value if info.arg is not None else None
-            op = self.g.add_op("pnnx.Unsupported", name, [], [out], provenance=prov,
+            op = self.g.add_op("pnnx.Unsupported", name, [], [out], provenance=Provenance((name,), ()),
                                params={"kind": kind.value, "target": info.target,
                                        "class_fqn": getattr(ref, "class_fqn", None)})
             op.meta["unsupported_reason"] = f"{kind.value} input {name!r} cannot be converted"
 
     def _attribute(self, info: Any, out: Operand) -> Attribute:
         meta = info.meta or self.src.tensor_values.get(info.name)
-        sizes = meta.sizes if meta is not None else out.shape or []
-        shape = [int(_hint(s)) for s in sizes]
-        dtype = short_dtype(meta.dtype) if meta is not None else out.dtype
+        if meta is not None:
+            shape, dtype, raw = self._weight_form(meta)
+        else:
+            shape, dtype, raw = [int(_hint(s)) for s in out.shape or []], out.dtype, False
         ep, fqn = self.ep, info.target or info.name
-        if meta is not None and raw_real(meta.dtype) or self.float32 and dtype in _HALF_DTYPES:  # numpy holds no bfloat16 or float8: their values
+        if raw or self.float32 and dtype in _HALF_DTYPES:  # numpy holds no bfloat16 or float8: their values
             stype = meta.dtype
 
             def load():
@@ -284,6 +317,15 @@ class _Builder:
 
             return Attribute(loader=load, shape=shape, dtype="bf16" if dtype == "bf16" and not self.float32 else "f32")
         return Attribute(loader=lambda: _stored(ep, fqn, shape), shape=shape, dtype=dtype or "unknown")
+
+    def _weight_form(self, meta: Any) -> tuple:
+        """``(shape, dtype, held as raw bits)`` of a stored tensor of meta ``meta``, made once
+        per meta object."""
+        form = self._weight_forms.get(id(meta))
+        if form is None:
+            form = self._weight_forms[id(meta)] = (tuple([int(_hint(s)) for s in meta.sizes]),
+                                                   short_dtype(meta.dtype), raw_real(meta.dtype))
+        return form
 
     # ------------------------------------------------------------------ graph outputs
     def _graph_output(self, op_name: str, info: Any) -> None:
@@ -305,23 +347,22 @@ class _Builder:
         key = node.op
         if key in _INLINED and self._inline(node):
             return
-        schema = schemas.get(key)
+        schema, plan, known = _schema_plan(key)
         call = _Call(self, f"node {node.name}")
         given = [(a.name or f"arg{i}", a.arg) for i, a in enumerate(node.inputs)]
         if schema is not None:
             by_name = dict(given)
-            for sarg in schema.arguments:
-                arg = by_name.get(sarg.name)
+            for name, tensorless, has_default, default in plan:
+                arg = by_name.get(name)
                 if arg is not None:
-                    if _refers_to_tensor(arg.value) and sarg.type.split("[")[0].rstrip("?") in _NON_TENSOR_TYPES:
-                        raise PT2FormatError(f"node {node.name}", f"{key}: argument {sarg.name!r} of type "
-                                                                  f"{sarg.type} refers to a tensor")
-                    call.add(sarg.name, arg.value)
-                elif sarg.has_default:  # a copy: converters may edit params in place
-                    default = sarg.default
-                    call.params[sarg.name] = list(default) if isinstance(default, list) else default
-                    call.defaulted.append(sarg.name)
-            given = [(n, a) for n, a in given if schema.argument(n) is None]
+                    if tensorless and arg.value.__class__ not in _PLAIN and _refers_to_tensor(arg.value):
+                        raise PT2FormatError(f"node {node.name}", f"{key}: argument {name!r} of type "
+                                                                  f"{schema.argument(name).type} refers to a tensor")
+                    call.add(name, arg.value)
+                elif has_default:  # a copy: converters may edit params in place
+                    call.params[name] = list(default) if isinstance(default, list) else default
+                    call.defaulted.append(name)
+            given = [(n, a) for n, a in given if n not in known]
         for name, arg in given:
             call.add(name, arg.value)
         outputs, per_return = self._outputs(node)
@@ -335,7 +376,7 @@ class _Builder:
         meta["source"] = node.metadata.source
         meta["module_stack"] = node.metadata.module_stack
         meta["defaulted"] = call.defaulted
-        if any(n != 1 for n in per_return):
+        if per_return.count(1) != len(per_return):
             meta["outputs_per_return"] = per_return
         if call.subgraphs or key.startswith("higher_order."):
             meta["subgraphs"] = call.subgraphs
@@ -434,6 +475,14 @@ class _Call:
         self.subgraphs: dict[str, GraphArgument] = {}
 
     def add(self, name: str, value: Any) -> None:
+        cls = value.__class__
+        if cls is TensorRef:  # the common cases, as _param makes them: an input and no param,
+            self.inputs.append(self.builder._use(value.name, self.where))
+            self.names.append(name)
+            return
+        if cls in _PLAIN:  # or a param and no input
+            self.params[name] = value
+            return
         if isinstance(value, GraphArgument):
             self.subgraphs[name] = value
             self.params[name] = value.name
@@ -444,6 +493,11 @@ class _Call:
 
     def _param(self, value: Any, path: str) -> Any:
         """The param form of a value; every graph value it refers to becomes an input."""
+        cls = value.__class__
+        if cls in _PLAIN:  # as scalar() leaves it
+            return value
+        if cls is list and all(v.__class__ in _PLAIN for v in value):
+            return list(value)
         if isinstance(value, _REFS):
             opd = self.builder._use(value.name, self.where)
             self.inputs.append(opd)

@@ -183,7 +183,10 @@ class ProgramDecoder:
         self.md = MetadataParser()
         self._names: list[str] = []  # value names seen by the argument decoders
         self._refs: dict[str, S.TensorRef] = {}
+        #: ``as_tensor`` arguments by name: one object per value (nothing changes an Argument)
+        self._tensor_args: dict[str, S.Argument] = {}
         self._devices: dict[tuple, S.Device] = {}
+        self._metas: dict[tuple, S.TensorMeta] = {}  # fast-path metas by their decoded fields
         self._depth = 0
         self._top_defined: set[str] = set()
         self._warned: set[str] = set()
@@ -215,10 +218,10 @@ class ProgramDecoder:
                 name = t.get("name")
                 if type(name) is str:
                     self._names.append(name)
-                    ref = self._refs.get(name)
-                    if ref is None:
-                        ref = self._refs[name] = S.TensorRef(name)
-                    return S.Argument("as_tensor", ref)
+                    arg = self._tensor_args.get(name)
+                    if arg is None:
+                        arg = self._tensor_args[name] = S.Argument("as_tensor", self._tensor_ref(name, False))
+                    return arg
             for tag, val in v.items():
                 conv = self._arg.get(tag)
                 if conv is None:
@@ -245,8 +248,9 @@ class ProgramDecoder:
             return None
         raise _expect(v, "true or []")
 
-    def _tensor_ref(self, v) -> S.TensorRef:
-        """``{"name": ...}`` (or a bare name string, schema 1–2 optional tensors)."""
+    def _tensor_ref(self, v, seen: bool = True) -> S.TensorRef:
+        """``{"name": ...}`` (or a bare name string, schema 1–2 optional tensors); ``seen``: add
+        the name to the names seen."""
         if type(v) is dict:
             name = v.get("name")
             if type(name) is not str:
@@ -255,7 +259,8 @@ class ProgramDecoder:
             name = v
         else:
             raise _expect(v, "an object")
-        self._names.append(name)
+        if seen:
+            self._names.append(name)
         ref = self._refs.get(name)
         if ref is None:
             ref = self._refs[name] = S.TensorRef(name)
@@ -484,7 +489,9 @@ class ProgramDecoder:
         return tuple(out)
 
     def tensor_meta(self, v) -> S.TensorMeta:
-        """TensorMeta; a fast path takes the common all-static CPU strided case."""
+        """TensorMeta; a fast path takes the common all-static CPU strided case, and gives
+        equal metas one shared object (most repeat: every activation of one shape). Nothing
+        changes a TensorMeta after decoding."""
         if type(v) is dict:
             try:
                 dt = v["dtype"]
@@ -493,15 +500,20 @@ class ProgramDecoder:
                 off = v["storage_offset"]
                 off = off["as_int"] if type(off) is dict and len(off) == 1 else None
                 rg = v["requires_grad"]
-                device = self._devices.get(_device_key(v["device"]))
+                device = _device_key(v["device"])
                 layout = v["layout"]
             except (KeyError, TypeError):
                 pass
             else:
                 if (type(dt) is int and dt in _SCALAR_TYPES and sizes is not None and strides is not None
                         and len(sizes) == len(strides) and type(off) is int and type(rg) is bool
-                        and device is not None and layout == 7 and type(layout) is int):
-                    return S.TensorMeta(_SCALAR_TYPES[dt], sizes, strides, off, rg, device, S.Layout.STRIDED)
+                        and device in self._devices and layout == 7 and type(layout) is int):
+                    key = (dt, sizes, strides, off, rg, device)
+                    meta = self._metas.get(key)
+                    if meta is None:
+                        meta = self._metas[key] = S.TensorMeta(_SCALAR_TYPES[dt], sizes, strides, off, rg,
+                                                               self._devices[device], S.Layout.STRIDED)
+                    return meta
         return self._tensor_meta(v)
 
     def _tensor_meta(self, v) -> S.TensorMeta:
@@ -628,8 +640,9 @@ class ProgramDecoder:
         used_names.add(name)
         return S.Node(name, target, inputs, outputs, md, hop)
 
-    def _named_argument(self, v) -> S.NamedArgument:
-        d = _obj(v)
+    def _named_argument(self, d) -> S.NamedArgument:
+        if type(d) is not dict:
+            raise _expect(d, "an object")
         name = d.get("name")
         if type(name) is not str:
             name = _field(d, "name", _str)
@@ -830,14 +843,16 @@ def _static_ints(v) -> tuple | None:
     validating slow path then decodes it)."""
     if type(v) is not list:
         return None
+    out = []
     try:
-        out = tuple([x["as_int"] for x in v])
+        for x in v:
+            n = x["as_int"]
+            if type(n) is not int:
+                return None
+            out.append(n)
     except (KeyError, TypeError, IndexError):
         return None
-    for n in out:
-        if type(n) is not int:
-            return None
-    return out
+    return tuple(out)
 
 
 def _device_key(d) -> tuple | None:
@@ -893,8 +908,8 @@ def _fallback_name(target: str, used: set) -> str:
     t = target[len("torch.ops."):] if target.startswith("torch.ops.") else target
     parts = t.split(".")
     op = ".".join(parts[1:]) if len(parts) > 1 else t
-    op = _CAMEL.sub("_", op).lower()
-    base = _ILLEGAL.sub("_", op) or "node"
+    op = re.sub(_CAMEL, "_", op).lower()
+    base = re.sub(_ILLEGAL, "_", op) or "node"
     if base[0].isdigit():
         base = "_" + base
     name, i = base, 0
@@ -904,8 +919,9 @@ def _fallback_name(target: str, used: set) -> str:
     return name
 
 
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
-_ILLEGAL = re.compile(r"[^0-9a-zA-Z_]+")
+#: patterns of :func:`_fallback_name` (compiled on first use: only files before schema 8.17 need them)
+_CAMEL = r"(?<=[a-z0-9])(?=[A-Z])"
+_ILLEGAL = r"[^0-9a-zA-Z_]+"
 
 
 # ------------------------------------------------------------------------------ entry points

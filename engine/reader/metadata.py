@@ -162,17 +162,29 @@ class MetadataParser:
         st = raw.get("stack_trace") or None
         source = _cached(self._sources, st, parse_source) if st else None
         ms = raw.get("nn_module_stack")
-        if ms:
-            frames = self._stacks.get(ms)
-            if frames is None:
-                frames = self._stacks[ms] = parse_module_stack(ms, self._frames)
-        else:
-            frames = []
+        frames = (self._stacks.get(ms) or self._module_stack(ms)) if ms else []
         sf = raw.get("source_fn_stack")
         fns = _cached(self._fn_stacks, sf, parse_source_fn_stack) if sf else []
         tf = raw.get("torch_fn")
         torch_fn = parse_torch_fn(tf) if tf else None
         return NodeMetadata(raw, st, frames, fns, torch_fn, source)
+
+    def _module_stack(self, text: str) -> list[ModuleFrame]:
+        """:func:`parse_module_stack` of ``text``, made from the cached stack of its enclosing
+        module (a node's stack is its module's stack plus one item; siblings share it)."""
+        frames = self._stacks.get(text)
+        if frames is None:
+            parent, sep, item = text.rpartition(ST_DELIMITER)
+            if not sep:
+                frames = parse_module_stack(text, self._frames)
+            else:
+                head = self._stacks.get(parent)
+                if head is None:
+                    head = self._stacks[parent] = parse_module_stack(parent, self._frames)
+                last = _cached(self._frames, item, parse_module_frame)
+                frames = list(head) if last is None else head + [last]
+            self._stacks[text] = frames
+        return frames
 
 
 _MISSING = object()

@@ -317,8 +317,8 @@ class _PayloadIndex:
 
     def _kind(self, fqn: str, group: str, is_param: bool, path_name: str = "") -> tuple[str, bool | None, str | None]:
         spec = self.specs.get(fqn)
-        if spec is not None and spec.kind in _KIND_OF_INPUT:
-            return _KIND_OF_INPUT[spec.kind], spec.persistent, spec.name
+        if spec is not None and (kind := _KIND_OF_INPUT.get(spec.kind)) is not None:
+            return kind, spec.persistent, spec.name
         if path_name.startswith(("custom_obj", "opaque_obj")):
             return "custom_obj", None, None
         if group == "weights":
@@ -329,6 +329,7 @@ class _PayloadIndex:
     def _from_config(self, cfg: str, folder: str, group: str) -> list[TensorEntry]:
         config = decode_payload_config(self.archive.read(cfg, limit=MAX_JSON_BYTES), cfg)
         out = []
+        checked: dict[tuple[int, int], int] = {}  # (id of a meta of config, payload size) → its nbytes
         for fqn, pm in config.items():
             member = folder + pm.path_name
             info = self.archive.get(member)
@@ -346,8 +347,11 @@ class _PayloadIndex:
                 continue
             if meta is None:
                 raise PT2FormatError(cfg, f"'{fqn}': raw payload without tensor_meta")
-            _check_payload(member, fqn, meta, info.size)
-            out.append(TensorEntry(fqn, gname, kind, meta, member, logical_nbytes(meta), True, None,
+            nbytes = checked.get((id(meta), info.size))
+            if nbytes is None:  # the decoder shares equal metas: most payloads repeat one checked
+                _check_payload(member, fqn, meta, info.size)
+                nbytes = checked[id(meta), info.size] = logical_nbytes(meta)
+            out.append(TensorEntry(fqn, gname, kind, meta, member, nbytes, True, None,
                                    persistent, functools.partial(self.archive.view, member), self.byteorder))
         return out
 

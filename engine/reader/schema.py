@@ -15,6 +15,7 @@ Conventions
 from __future__ import annotations
 
 import enum
+import functools
 from typing import Any, Union
 
 from ..records import field, record
@@ -257,8 +258,9 @@ class TensorMeta:
     device: Device = field(default_factory=lambda: Device("cpu"))
     layout: Layout = Layout.STRIDED
 
-    @property
+    @functools.cached_property
     def is_static(self) -> bool:
+        """No size, stride or offset is symbolic (found once: nothing changes a TensorMeta)."""
         if not isinstance(self.storage_offset, int):
             return False
         for s in self.sizes:

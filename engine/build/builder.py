@@ -477,8 +477,7 @@ class _Call:
     def add(self, name: str, value: Any) -> None:
         cls = value.__class__
         if cls is TensorRef:  # the common cases, as _param makes them: an input and no param,
-            self.inputs.append(self.builder._use(value.name, self.where))
-            self.names.append(name)
+            self._input(value, name)
             return
         if cls in _PLAIN:  # or a param and no input
             self.params[name] = value
@@ -491,6 +490,13 @@ class _Call:
         if not _only_tensor_refs(value):
             self.params[name] = param
 
+    def _input(self, ref: Any, path: str) -> Operand:
+        """The operand ``ref`` names, added as an input called ``path``."""
+        opd = self.builder._use(ref.name, self.where)
+        self.inputs.append(opd)
+        self.names.append(path)
+        return opd
+
     def _param(self, value: Any, path: str) -> Any:
         """The param form of a value; every graph value it refers to becomes an input."""
         cls = value.__class__
@@ -499,10 +505,7 @@ class _Call:
         if cls is list and all(v.__class__ in _PLAIN for v in value):
             return list(value)
         if isinstance(value, _REFS):
-            opd = self.builder._use(value.name, self.where)
-            self.inputs.append(opd)
-            self.names.append(path)
-            return "%" + opd.name
+            return "%" + self._input(value, path).name
         if isinstance(value, (list, tuple)):
             return [self._param(v, f"{path}.{i}") for i, v in enumerate(value)]
         if isinstance(value, dict):

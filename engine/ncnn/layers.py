@@ -163,6 +163,19 @@ def weight_spec(layer_type: str) -> tuple[WeightSpec, ...]:
     return get_spec(layer_type).weights
 
 
+@lru_cache(maxsize=None)
+def weight_names(layer_type: str) -> frozenset[str]:
+    """The names of :func:`weight_spec` (made once per layer type; shared: do not change it)."""
+    return frozenset(w.name for w in weight_spec(layer_type))
+
+
+@lru_cache(maxsize=None)
+def param_kinds(layer_type: str) -> dict[int, str]:
+    """Param id → kind (``int``, ``float_array``...) of the layer type, made once per type
+    (shared: do not change it)."""
+    return {p.id: p.kind for p in get_spec(layer_type).params}
+
+
 # ---------------------------------------------------------------------------- values
 def _coerce(layer_type: str, p: ParamSpec, value: Any) -> Any:
     """Check a value against the param kind and normalise it (numpy scalars → Python)."""

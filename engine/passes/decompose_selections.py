@@ -107,8 +107,8 @@ def _max_dim(r: Rewriter):
 
 def _topk(r: Rewriter):
     op = r.op
-    k = op.params.get("k")
-    return _picks(r, op.inputs[0], k, bool(op.params.get("largest", True)), f"topk with k={k}")
+    x, k = op.inputs[0], op.params.get("k")
+    return _picks(r, x, _dim(r, x, default=-1), k, bool(op.params.get("largest", True)), f"topk with k={k}")
 
 
 def _sort(r: Rewriter):
@@ -119,19 +119,19 @@ def _sort(r: Rewriter):
     x = op.inputs[0]
     dim = _dim(r, x, default=-1)
     n = x.shape[dim] if dim is not None else None
-    picked = _picks(r, x, n, bool(op.params.get("descending", False)), f"sort of {n} values")
+    picked = _picks(r, x, dim, n, bool(op.params.get("descending", False)), f"sort of {n} values")
     if picked is None:
         return None
     return picked[1:] if op.type.startswith("aten.argsort") else picked
 
 
-def _picks(r: Rewriter, x: Operand, k, largest: bool, what: str):
-    """``[values, indices]`` of the ``k`` largest (smallest) along the op's dim, in order."""
+def _picks(r: Rewriter, x: Operand, dim: int | None, k, largest: bool, what: str):
+    """``[values, indices]`` of the ``k`` largest (smallest) along ``dim`` (None: not one
+    :func:`_dim` accepts), in order."""
     op = r.op
     if isinstance(k, int) and k > MAX_K:
         op.meta["unsupported_reason"] = (f"unsupported: {what} (written out up to k={MAX_K}: each pick is "
                                          "about seven ncnn layers)")
-    dim = _dim(r, x, default=-1)
     if dim is None or not isinstance(k, int) or not 0 < k <= MAX_K:
         return None
     n = x.shape[dim]

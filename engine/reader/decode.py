@@ -220,7 +220,7 @@ class ProgramDecoder:
                     self._names.append(name)
                     arg = self._tensor_args.get(name)
                     if arg is None:
-                        arg = self._tensor_args[name] = S.Argument("as_tensor", self._tensor_ref(name, False))
+                        arg = self._tensor_args[name] = S.Argument("as_tensor", self._ref(name))
                     return arg
             for tag, val in v.items():
                 conv = self._arg.get(tag)
@@ -248,9 +248,8 @@ class ProgramDecoder:
             return None
         raise _expect(v, "true or []")
 
-    def _tensor_ref(self, v, seen: bool = True) -> S.TensorRef:
-        """``{"name": ...}`` (or a bare name string, schema 1–2 optional tensors); ``seen``: add
-        the name to the names seen."""
+    def _tensor_ref(self, v) -> S.TensorRef:
+        """``{"name": ...}`` (or a bare name string, schema 1–2 optional tensors)."""
         if type(v) is dict:
             name = v.get("name")
             if type(name) is not str:
@@ -259,8 +258,11 @@ class ProgramDecoder:
             name = v
         else:
             raise _expect(v, "an object")
-        if seen:
-            self._names.append(name)
+        self._names.append(name)
+        return self._ref(name)
+
+    def _ref(self, name: str) -> S.TensorRef:
+        """The one TensorRef of value ``name``."""
         ref = self._refs.get(name)
         if ref is None:
             ref = self._refs[name] = S.TensorRef(name)

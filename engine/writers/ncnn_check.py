@@ -11,7 +11,6 @@ matching what the layer will load (count and sizes); blobs of at most 4 dims (ba
 """
 from __future__ import annotations
 
-import functools
 import math
 import re
 from typing import Iterable
@@ -123,11 +122,6 @@ def _check_custom(op: Operator) -> list[str]:
     return problems
 
 
-@functools.lru_cache(maxsize=None)
-def _weight_names(layer_type: str) -> frozenset[str]:
-    return frozenset(w.name for w in L.weight_spec(layer_type))
-
-
 def check_layer(op: Operator, loads: dict[int, list[L.LoadedWeight]] | None = None) -> list[str]:
     """Params and weights of one layer. ``loads`` (``id(op)`` → the weights the runtime will
     load) is filled for a layer that passes, so the writer does not work them out again."""
@@ -152,7 +146,7 @@ def check_layer(op: Operator, loads: dict[int, list[L.LoadedWeight]] | None = No
         return [f"layer {op.name!r} ({op.type}): has {len(have)} weights "
                 f"({', '.join(k for k, _ in have) or 'none'}) but with these params the runtime loads "
                 f"{len(want)} ({', '.join(w.name for w in want) or 'none'})"]
-    names = _weight_names(op.type)
+    names = L.weight_names(op.type)
     for (key, attr), w in zip(have, want):
         if key in names and key != w.name:
             problems.append(f"layer {op.name!r}: weight {key!r} is in the place of {w.name!r} "

@@ -74,7 +74,6 @@ def param_text(graph: Graph) -> str:
     layers = ncnn_layers(graph)
     lines = [str(MAGIC), ""]
     blobs: set[str] = set()
-    spec_kinds: dict[str, dict[int, str]] = {}  # param kinds by id, per layer type
     for op in layers:
         ins, outs = [i.name for i in op.inputs], [o.name for o in op.outputs]
         blobs.update(ins)
@@ -82,12 +81,8 @@ def param_text(graph: Graph) -> str:
         if op.meta.get("custom_layer"):  # unconverted op written for a custom ncnn layer: no params
             lines.append(format_layer(op.type, op.name, ins, outs, []))
             continue
-        if op.meta.get("plugin_layer"):  # a plug-in's custom layer: params as given, kinds by value
-            known = {}
-        else:
-            known = spec_kinds.get(op.type)
-            if known is None:
-                known = spec_kinds[op.type] = {p.id: p.kind for p in L.get_spec(op.type).params}
+        # a plug-in's custom layer: params as given, kinds by value
+        known = {} if op.meta.get("plugin_layer") else L.param_kinds(op.type)
         params = op.params
         kinds = kinds_for(params, known)
         texts = [format_value(k, kinds[k], params[k]) for k in sorted(params)]

@@ -21,6 +21,7 @@ the file) is refused.
 """
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import os
@@ -89,7 +90,7 @@ def _shape(dims) -> str:
     if text is None:
         text = "(" + ",".join("?" if d is None or isinstance(d, str) or (isinstance(d, int) and d < 0)
                               else str(int(d)) for d in dims) + ")"
-        if key is not None and len(_SHAPES) < _MEMO_MAX:
+        if key is not None and len(_SHAPES) < _SHAPES_MAX:
             _SHAPES[key] = text
     return text
 
@@ -97,21 +98,16 @@ def _shape(dims) -> str:
 #: shape spelling by dims: a graph repeats a few shapes on thousands of operands (dims equal as
 #: dict keys — 1, 1.0, True — spell the same)
 _SHAPES: dict[tuple, str] = {}
-_MEMO_MAX = 1 << 16
+_SHAPES_MAX = 1 << 16
 
 
+@functools.lru_cache(maxsize=4096, typed=True)  # a graph repeats a few dozen on thousands of operators
 def _key_text(key) -> str:
     """A param name as written; refused when pnnx.param cannot hold it."""
     skey = str(key)
     if not skey or skey[0] in "@$#" or "=" in skey or WHITESPACE.search(skey):
         raise _ValueError(f"param name {skey!r} cannot be written to pnnx.param")
-    if type(key) is str and len(_KEYS) < _MEMO_MAX:
-        _KEYS.add(key)
     return skey
-
-
-#: param names found writable (a graph repeats a few dozen on thousands of operators)
-_KEYS: set[str] = set()
 
 
 def _operand_text(opd) -> str:
@@ -130,8 +126,7 @@ def operator_line(op: Operator, operands: dict[Operand, str] | None = None) -> s
     parts += [o.name for o in outs]
     params = op.params
     for key in sorted(params, key=str):
-        skey = key if type(key) is str and key in _KEYS else _key_text(key)
-        parts.append(f"{skey}={encode_value(params[key])}")
+        parts.append(f"{_key_text(key)}={encode_value(params[key])}")
     for key in sorted(op.attrs):
         a = op.attrs[key]
         parts.append(f"@{key}={_shape(a.shape)}{a.dtype or 'null'}")

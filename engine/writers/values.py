@@ -9,6 +9,8 @@ and never has more than 9 digits around the point (ncnn accumulates them in an u
 """
 from __future__ import annotations
 
+import functools
+
 import math
 import re
 
@@ -37,26 +39,15 @@ def _strtof(s: str) -> np.float32:
         return np.float32("nan")
 
 
-#: the texts of the floats spelled so far, by value: a model repeats a few (eps, scales) on
-#: thousands of layers (both writers may fill them at once: a race only spells a value twice)
-_PNNX_TEXTS: dict[float, str] = {}
-_NCNN_TEXTS: dict[float, str] = {}
+#: how many float texts each spelling remembers: a model repeats a few values (eps, scales) on
+#: thousands of layers
 _TEXTS_MAX = 1 << 14
-
-
-def _remembered(texts: dict[float, str], x: float, spell) -> str:
-    s = texts.get(x)
-    if s is None:
-        s = spell(x)
-        if len(texts) < _TEXTS_MAX:
-            texts[x] = s
-    return s
 
 
 def float_to_string(value: float) -> str:
     """pnnx's text form of a float32 value (see the module docstring)."""
     if type(value) is float:
-        return _remembered(_PNNX_TEXTS, value, _float_to_string)
+        return _remembered_float_text(value)
     return _float_to_string(value)
 
 
@@ -81,15 +72,20 @@ def _float_to_string(value: float) -> str:
     return s
 
 
+#: :func:`_float_to_string` of a Python float, remembered
+_remembered_float_text = functools.lru_cache(maxsize=_TEXTS_MAX)(_float_to_string)
+
+
 def ncnn_float(value: float) -> str:
     """A float for ``.ncnn.param``: as pnnx writes it, with ±inf clamped to ±FLT_MAX (ncnn
     would read ``inf`` as a string). NaN is refused (ValueError)."""
     x = float(value)
     if math.isnan(x):
         raise ValueError("NaN cannot be written to an ncnn .param file")
-    return _remembered(_NCNN_TEXTS, x, _ncnn_float)
+    return _ncnn_float(x)
 
 
+@functools.lru_cache(maxsize=_TEXTS_MAX)
 def _ncnn_float(x: float) -> str:
     if math.isinf(x):
         x = math.copysign(FLT_MAX, x)

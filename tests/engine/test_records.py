@@ -174,3 +174,21 @@ def test_frozen_inheritance_checks_and_a_field_named_self_match_dataclass():
     assert repr(rec.Odd(1, 2)).replace(rec.__name__, "") == repr(ref.Odd(1, 2)).replace(ref.__name__, "")
     assert rec.Odd.__init__.__module__ == rec.__name__
 
+
+
+def test_init_compiled_on_the_first_instance_also_through_a_subclass():
+    rec, std = _twins(PLAIN)
+    stub = rec.Box.__init__
+    with pytest.raises(TypeError) as r:  # the first call fails as dataclass's does, and compiles
+        rec.Box()
+    with pytest.raises(TypeError) as s:
+        std.Box()
+    assert str(r.value) == str(s.value)
+    init = rec.Box.__init__
+    assert init is not stub and init.__qualname__ == "Box.__init__" and init.__module__ == rec.__name__
+    assert rec.Box("a").size == 3 and rec.Box.__init__ is init  # compiled once
+
+    plain_sub = type("Sub", (rec.Box,), {})  # not a record: its first instance compiles Box's
+    base = _twins(INHERIT)[0]
+    assert plain_sub("x", 4).size == 4 and base.Child(1).total == 3 and base.Base(2).total == 4
+    assert base.Child.__init__ is not base.Base.__init__

@@ -69,7 +69,12 @@ def _load_commands() -> dict:
     return mods
 
 
-def build_parser(commands: dict) -> argparse.ArgumentParser:
+def build_parser(commands: dict, command: str | None = None) -> argparse.ArgumentParser:
+    """The ``pt2ncnn`` parser. ``command``: add only that command's arguments, the one a run will
+    parse (None: every command's). Every command stays a choice with its help line, so
+    ``pt2ncnn --help`` and the error for an unknown command read the same. The arguments of the
+    commands not run were built for nothing: 3.3 M instructions of every run (argparse makes a
+    help formatter for each argument to check it), and ``scaffold``'s imported its module."""
     parser = _Parser(prog="pt2ncnn", description="Inspect PyTorch ExportedProgram packages (.pt2) "
                                                  "and convert them to ncnn, without torch.")
     parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logging")
@@ -78,13 +83,20 @@ def build_parser(commands: dict) -> argparse.ArgumentParser:
         p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP)
         p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                        help="show tracebacks and debug logging")
-        mod.add_arguments(p)
+        if command is None or command == mod.NAME:
+            mod.add_arguments(p)
     return parser
+
+
+def _first_positional(argv: list[str]) -> str | None:
+    """The command a (rewritten) command line names: its first argument that is not an option
+    (``pt2ncnn``'s own options take no value)."""
+    return next((a for a in argv if not a.startswith("-")), None)
 
 
 def rewrite_shorthand(argv: list[str], commands: dict) -> list[str]:
     """``MODEL.pt2 key=value ...`` → ``convert MODEL.pt2 key=value ...`` (the pnnx style)."""
-    first = next((a for a in argv if not a.startswith("-")), None)
+    first = _first_positional(argv)
     if first is None or first in commands:
         return argv
     if first.endswith(".pt2") or "=" in first:
@@ -136,10 +148,11 @@ def main(argv: list[str] | None = None, *, exiting: bool = False) -> int:
             if exiting:
                 _import_numpy_here()
             commands = _load_commands()
-            parser = build_parser(commands)
+            argv = rewrite_shorthand(argv, commands)
+            parser = build_parser(commands, _first_positional(argv))
             if exiting:
                 gc.freeze()  # no collection walks them, now (the count starts again) or later
-        args = parser.parse_args(rewrite_shorthand(argv, commands))
+        args = parser.parse_args(argv)
         args.exiting = exiting
         if args.command is None:
             parser.print_help(sys.stderr)

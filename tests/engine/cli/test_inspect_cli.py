@@ -119,3 +119,27 @@ def test_help_lists_commands(capsys):
         cli.main(["--help"])
     assert e.value.code == 0
     assert "inspect" in capsys.readouterr().out
+
+
+def test_a_run_builds_the_arguments_of_its_command_alone(capsys, monkeypatch):
+    built = []
+
+    def fake(name):
+        mod = types.ModuleType(f"fake_{name}_cmd")
+        mod.NAME, mod.HELP = name, f"the {name} command"
+        mod.add_arguments = lambda p: built.append(name) or p.add_argument("model")
+        mod.run = lambda args: 0
+        monkeypatch.setitem(sys.modules, mod.__name__, mod)
+        return mod.__name__
+
+    monkeypatch.setattr(cli, "COMMANDS", [fake("inspect"), fake("convert")])
+    for argv in (["--debug", "convert", "m.pt2"], ["m.pt2"]):  # also the shorthand
+        built.clear()
+        assert run(capsys, *argv)[0] == 0 and built == ["convert"]
+    built.clear()
+    code, out, err = run(capsys, "inspect")  # its own arguments' error
+    assert code == 2 and err.startswith("error: the following arguments are required: model") and built == ["inspect"]
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    out = capsys.readouterr().out
+    assert "the inspect command" in out and "the convert command" in out

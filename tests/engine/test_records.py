@@ -59,6 +59,33 @@ def test_init_repr_eq_and_fields_match_dataclass():
     assert dataclasses.is_dataclass(a)
     assert dataclasses.replace(a, size=9) == rec.Box("a", 9)
     assert rec.Box.__doc__ == "A box."
+    for mod in (rec, std):  # what the class keeps as dataclass leaves it
+        assert (mod.Box.size, mod.Box.note, hasattr(mod.Box, "tags"), hasattr(mod.Box, "seen")) == (3, "n", False, False)
+    assert rec.Box.__match_args__ == std.Box.__match_args__ == ("name", "size", "tags", "note")
+
+
+def test_string_annotations_and_class_variables_match_dataclass():
+    body = '''from __future__ import annotations
+import typing
+from typing import ClassVar
+
+@deco
+class Tagged:
+    count: ClassVar[int] = 0
+    kinds: typing.ClassVar[tuple] = ("a",)
+    name: str
+    size: int | None = None
+    tags: list[str] = field(default_factory=list)
+'''
+    rec, std = _twins(body)
+    assert [(f.name, f.type, f.kw_only, f.default) for f in dataclasses.fields(rec.Tagged)] == \
+        [(f.name, f.type, f.kw_only, f.default) for f in dataclasses.fields(std.Tagged)]
+    assert [f.name for f in dataclasses.fields(rec.Tagged)] == ["name", "size", "tags"]
+    assert rec.Tagged.count == 0 and rec.Tagged("x").size is None and dataclasses.astuple(rec.Tagged("x")) == ("x", None, [])
+    with pytest.raises(ValueError, match="mutable default <class 'list'> for field xs is not allowed"):
+        record(type("Bad", (), {"__annotations__": {"xs": "list"}, "xs": []}))
+    with pytest.raises(TypeError, match="'loose' is a field but has no type annotation"):
+        record(type("Loose", (), {"__annotations__": {}, "loose": field(default=1)}))
 
 
 FROZEN = '''

@@ -152,7 +152,14 @@ def _lazy_init(cls: type, fields, frozen: bool) -> Callable:
     and runs it. About a third of the engine's records are never instantiated in a conversion
     (those of other commands, of rare ops, of failed fusions): they no longer pay a compile
     each time ``pt2ncnn`` starts. Before that first instance the class's ``__init__`` signature
-    reads ``(self, *args, **kwargs)``."""
+    reads ``(self, *args, **kwargs)``; a required field after one with a default is refused
+    here, when the class is made, as ``dataclass`` refuses it."""
+    defaulted = False
+    for f in fields:
+        if f.init and (f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING):
+            defaulted = True
+        elif f.init and defaulted:
+            raise TypeError(f"non-default argument {f.name!r} follows default argument")
 
     def __init__(self, *args, **kwargs):
         init = _init(cls, fields, frozen)

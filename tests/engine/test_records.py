@@ -219,3 +219,12 @@ def test_init_compiled_on_the_first_instance_also_through_a_subclass():
     base = _twins(INHERIT)[0]
     assert plain_sub("x", 4).size == 4 and base.Child(1).total == 3 and base.Base(2).total == 4
     assert base.Child.__init__ is not base.Base.__init__
+
+
+def test_a_required_field_after_a_defaulted_one_is_refused_when_the_class_is_made():
+    for deco in (record, dataclasses.dataclass):
+        with pytest.raises(TypeError, match="non-default argument 'b' follows default argument"):
+            deco(type("Late", (), {"__annotations__": {"a": "int", "b": "int"}, "a": 1}))
+    late = record(type("Late", (), {"__annotations__": {"a": "int", "b": "int"}, "a": 1,
+                                    "b": field(default=2, init=True)}))
+    assert (late().a, late().b) == (1, 2)

@@ -12,10 +12,12 @@ without comparing anything. :func:`diff_snapshots` diffs two text forms with the
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-from ..ir.snapshot import Snapshot
-from ..ir.text import MAGIC, split_tokens
 from ..records import field, record
+
+if TYPE_CHECKING:
+    from ..ir.snapshot import Snapshot
 
 
 _LAZY = object()
@@ -101,6 +103,8 @@ class GraphDiff:
 
 def _fields(line: str) -> tuple[str, str, tuple[str, ...]]:
     """(type, name, provenance nodes) of an operator line (the last ``!from=`` token counts)."""
+    from ..ir.text import split_tokens  # here: the text form is imported on first use (engine.ir)
+
     toks = split_tokens(line)
     for t in reversed(toks):
         if t.startswith("!from="):
@@ -113,6 +117,8 @@ def _op_lines(text: str) -> dict[str, tuple[str, str, tuple[str, ...]]]:
     """name → (type, line, provenance nodes) for every operator line of a snapshot (cached: the
     pass manager diffs each snapshot twice, as the "after" of a pass and the "before" of the
     next; callers must not modify the result)."""
+    from ..ir.text import MAGIC, split_tokens  # here: the text form is imported on first use (engine.ir)
+
     out: dict[str, tuple[str, str, tuple[str, ...]]] = {}
     lines = text.splitlines()
     start = 2 if lines and lines[0].strip() == MAGIC else 0

@@ -16,13 +16,15 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ..diagnostics import DiagnosticList
 from ..ir import Graph
-from ..ir.snapshot import Snapshot, take_snapshot
 from ..records import field, record
 from .diff import GraphDiff, diff_states
+
+if TYPE_CHECKING:
+    from ..ir.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
 
@@ -114,6 +116,8 @@ class PassManager:
 
     def run(self, graph: Graph, cx: PassContext, *, initial_name: str = "build_graph") -> list[PassRecord]:
         """Run every pass on ``graph`` (in place). Record 0 is the initial graph."""
+        if self.snapshots:  # here: the text form is imported on first use (engine.ir)
+            from ..ir.snapshot import take_snapshot
         prev = take_snapshot(graph, verify=self.lint) if self.snapshots else None
         self.records = [PassRecord(0, initial_name, "the graph as built from the program", 0.0, prev,
                                    GraphDiff(), len(graph.ops))]

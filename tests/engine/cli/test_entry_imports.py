@@ -71,3 +71,21 @@ def test_the_console_script_runs_a_conversion_without_one_collection(tmp_path):
     out = _convert_with(_COLLECTIONS, tmp_path)
     seen = [int(g) for g in out.split("collections=")[1].split(";")[0].split(",") if g]
     assert len(seen) <= 3 and set(seen) <= {0}, seen  # before: 53, one of them of generation 1
+
+
+_TEXT_FORM = """
+import os, sys
+_exit = os._exit
+def report_and_exit(rc):
+    print("loaded=" + ",".join(m for m in ("engine.ir.text", "engine.ir.snapshot") if m in sys.modules) + ";", flush=True)
+    _exit(rc)
+os._exit = report_and_exit
+sys.argv = ["pt2ncnn", *sys.argv[1:]]
+from engine.cli.main import entry
+entry()
+"""
+
+
+def test_a_conversion_without_snapshots_does_not_import_the_text_form(tmp_path):
+    # engine.ir imports its text form on first use: 4 M instructions of every run otherwise
+    assert _convert_with(_TEXT_FORM, tmp_path).split("loaded=")[1].split(";")[0] == ""

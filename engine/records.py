@@ -7,12 +7,12 @@ them cost 58 ms of every ``pt2ncnn convert`` (a fifth of converting MobileNet-V3
 numpy is imported).
 
 ``record`` makes the same classes with one ``exec`` each at the most, for ``__init__`` alone,
-which runs on every instance and so must be the generated code; it is compiled on the class's
-first instance (a third of the engine's records are never instantiated in a conversion), as
-one ``def`` without the standard library's enclosing ``__create_fn__``. ``__repr__``,
-``__eq__``, ``__hash__`` and the frozen ``__setattr__``/``__delattr__`` are shared functions
-reading the fields through an ``operator.attrgetter``: no compiling, and as fast as the
-generated ones. The field bookkeeping is the standard library's (``__dataclass_fields__`` of
+which runs on every instance and so must be the generated code; it is compiled after the
+class's first few instances (:func:`_lazy_init`: most records make only a few), as one ``def``
+without the standard library's enclosing ``__create_fn__``. ``__repr__``, ``__eq__``,
+``__hash__`` and the frozen ``__setattr__``/``__delattr__`` are shared functions reading the
+fields through an ``operator.attrgetter``: no compiling, and as fast as the generated ones.
+The field bookkeeping is the standard library's (``__dataclass_fields__`` of
 ``dataclasses.Field``), done by :func:`_add_fields` where every annotation is a plain type and
 by ``dataclasses.dataclass`` with nothing generated otherwise, so ``dataclasses.fields``,
 ``asdict``, ``replace`` and ``is_dataclass`` work on a record as on a dataclass.
@@ -147,26 +147,61 @@ def _name(cls: type, fn: Callable) -> None:
     fn.__qualname__ = f"{cls.__qualname__}.{fn.__name__}"
 
 
+#: instances a record makes by binding its fields generically before its own ``__init__`` is
+#: compiled (:func:`_lazy_init`)
+COMPILE_AFTER = 5
+
+
 def _lazy_init(cls: type, fields, frozen: bool) -> Callable:
-    """An ``__init__`` that compiles the class's own on the first instance, puts it in its place
-    and runs it. About a third of the engine's records are never instantiated in a conversion
-    (those of other commands, of rare ops, of failed fusions): they no longer pay a compile
-    each time ``pt2ncnn`` starts. Before that first instance the class's ``__init__`` signature
-    reads ``(self, *args, **kwargs)``; a required field after one with a default is refused
-    here, when the class is made, as ``dataclass`` refuses it."""
+    """An ``__init__`` that binds the fields generically for the class's first
+    :data:`COMPILE_AFTER` instances, then compiles the class's own, puts it in its place and
+    runs it. Compiling (~0.4 M instructions) is most of the cost of a record, and most records
+    make only a few instances in a conversion (those of other commands, of rare ops, of one
+    package's header; a third of the engine's none): converting a one-layer model compiled 49
+    of them for 25 M instructions, now 9. The generic binding is ~10 times slower per instance
+    (3 µs), so the records that make thousands of instances (the schema's nodes and
+    arguments) take it only for their first few. A call it cannot take (a missing, unknown or
+    repeated argument) compiles at once, for the compiled function's own error. Until the
+    compile the class's ``__init__`` signature reads ``(self, *args, **kwargs)``; a required
+    field after one with a default is refused here, when the class is made, as ``dataclass``
+    refuses it."""
     defaulted = False
     for f in fields:
-        if f.init and (f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING):
+        if f.init and not _required(f):
             defaulted = True
         elif f.init and defaulted:
             raise TypeError(f"non-default argument {f.name!r} follows default argument")
+    params = [f.name for f in fields if f.init]
+    known, required = frozenset(params), frozenset(f.name for f in fields if f.init and _required(f))
+    steps = [(f.name, f.init, f.default, f.default_factory) for f in fields if f.init or not _required(f)]
+    put = object.__setattr__ if frozen else setattr
+    post_init = hasattr(cls, "__post_init__")
+    made = 0
 
     def __init__(self, *args, **kwargs):
-        init = _init(cls, fields, frozen)
-        _add(cls, "__init__", init, replace=True)
-        init(self, *args, **kwargs)
+        nonlocal made
+        made += 1
+        given = dict(zip(params, args))
+        if made > COMPILE_AFTER or len(args) > len(params) or not kwargs.keys() <= known - given.keys() \
+                or not required <= given.keys() | kwargs.keys():
+            init = _init(cls, fields, frozen)
+            _add(cls, "__init__", init, replace=True)
+            init(self, *args, **kwargs)
+            return
+        given.update(kwargs)
+        for name, is_param, default, factory in steps:  # in field order, as the compiled one
+            value = given.get(name, _FACTORY) if is_param else _FACTORY
+            if value is _FACTORY:
+                value = default if factory is dataclasses.MISSING else factory()
+            put(self, name, value)
+        if post_init:
+            self.__post_init__()
 
     return __init__
+
+
+def _required(f: dataclasses.Field) -> bool:
+    return f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
 
 
 def _init(cls: type, fields, frozen: bool) -> Callable:

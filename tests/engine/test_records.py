@@ -10,6 +10,7 @@ import types
 
 import pytest
 
+from engine import records
 from engine.records import FrozenInstanceError, field, record
 
 
@@ -203,22 +204,40 @@ def test_frozen_inheritance_checks_and_a_field_named_self_match_dataclass():
 
 
 
-def test_init_compiled_on_the_first_instance_also_through_a_subclass():
+def test_init_binds_generically_then_compiles_on_a_call_it_cannot_bind_or_after_its_first_instances():
+    for body, options in ((PLAIN, {}), (FROZEN, {"frozen": True}), (INHERIT, {})):
+        rec, std = _twins(body, **options)
+        cls = next(c for c in vars(rec).values() if isinstance(c, type) and dataclasses.is_dataclass(c)
+                   and c.__name__ in ("Box", "Key", "Child"))
+        twin, stub = getattr(std, cls.__name__), cls.__init__
+        for args, kwargs in [(("a",), {}), (("a", 5), {}), ((), {"size": 2, "name": "b"}), (("a",), {"tags": [1]}),
+                             ((1, 2, [3]), {}), ((1,), {"c": [4], "b": 0}), (("k", (1,)), {"cached": 3})]:
+            try:
+                expected = twin(*args, **kwargs)
+            except TypeError:
+                continue  # not a call of this shape
+            got = cls(*args, **kwargs)  # bound generically: the same attributes in the same order
+            assert list(vars(got).items()) == list(vars(expected).items()) and cls.__init__ is stub
+            valid = args, kwargs
+        args, kwargs = valid
+        for _ in range(records.COMPILE_AFTER):
+            cls(*args, **kwargs)
+        assert cls.__init__ is not stub and cls.__init__.__qualname__ == f"{cls.__name__}.__init__"
+        assert list(vars(cls(*args, **kwargs)).items()) == list(vars(twin(*args, **kwargs)).items())
+
     rec, std = _twins(PLAIN)
     stub = rec.Box.__init__
-    with pytest.raises(TypeError) as r:  # the first call fails as dataclass's does, and compiles
-        rec.Box()
-    with pytest.raises(TypeError) as s:
-        std.Box()
-    assert str(r.value) == str(s.value)
+    for bad_args, bad_kwargs in [((), {}), (("a",), {"name": "b"}), (("a",), {"bogus": 1}), ((1, 2, 3, 4, 5), {})]:
+        with pytest.raises(TypeError) as r:  # compiled at once, failing as dataclass's
+            rec.Box(*bad_args, **bad_kwargs)
+        with pytest.raises(TypeError) as s:
+            std.Box(*bad_args, **bad_kwargs)
+        assert str(r.value) == str(s.value)
     init = rec.Box.__init__
-    assert init is not stub and init.__qualname__ == "Box.__init__" and init.__module__ == rec.__name__
-    assert rec.Box("a").size == 3 and rec.Box.__init__ is init  # compiled once
+    assert init is not stub and init.__module__ == rec.__name__ and rec.Box("a").size == 3 and rec.Box.__init__ is init
 
-    plain_sub = type("Sub", (rec.Box,), {})  # not a record: its first instance compiles Box's
-    base = _twins(INHERIT)[0]
-    assert plain_sub("x", 4).size == 4 and base.Child(1).total == 3 and base.Base(2).total == 4
-    assert base.Child.__init__ is not base.Base.__init__
+    plain_sub = type("Sub", (rec.Box,), {})  # not a record: binds as Box does
+    assert plain_sub("x", 4).size == 4
 
 
 def test_a_required_field_after_a_defaulted_one_is_refused_when_the_class_is_made():

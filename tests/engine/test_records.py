@@ -200,6 +200,8 @@ def test_frozen_inheritance_checks_and_a_field_named_self_match_dataclass():
 
     rec, ref = _twins("@deco\nclass Odd:\n    self: int\n    x: int = 0\n")
     assert repr(rec.Odd(1, 2)).replace(rec.__name__, "") == repr(ref.Odd(1, 2)).replace(ref.__name__, "")
+    for _ in range(records.COMPILE_AFTER + 1):  # by keyword too, bound generically then compiled
+        assert vars(rec.Odd(self=3, x=4)) == vars(ref.Odd(self=3, x=4))
     assert rec.Odd.__init__.__module__ == rec.__name__
 
 

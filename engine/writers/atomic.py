@@ -123,6 +123,14 @@ def _file_mode() -> int:
     return 0o666 & ~mask
 
 
+#: the temporary files' write buffer: small writes (headers, small weights) are gathered up to
+#: this size, and a write longer than it goes to the file from the caller's memory. Shorter
+#: than the writers' large pieces (a 128 KB chunk of fp16 weights, a weight's bytes in a
+#: ``.pnnx.bin``), which a larger buffer would first copy into itself (all 57 MB of ConvNeXt-T's
+#: ``.ncnn.bin`` with a 1 MB buffer) and take another 256 pages of fresh memory per file for.
+WRITE_BUFFER = 1 << 16
+
+
 def _open_temp(target: Path, mode: int) -> TempFile:
     folder = target.parent
     if target.is_dir():
@@ -146,7 +154,7 @@ def _open_temp(target: Path, mode: int) -> TempFile:
             os.chmod(tmp, target.stat().st_mode & 0o7777)
     except OSError:
         pass
-    return TempFile(target, tmp, os.fdopen(fd, "wb", buffering=1 << 20))
+    return TempFile(target, tmp, os.fdopen(fd, "wb", buffering=WRITE_BUFFER))
 
 
 def _unlink_quietly(path: Path) -> None:

@@ -93,6 +93,16 @@ class TempFile:
         """Bytes written so far."""
         return self._pos
 
+    def patch(self, offset: int, data: bytes) -> None:
+        """Overwrite bytes already written at ``offset`` (a header field known only once the
+        data after it is written); later writes go on at the end."""
+        try:
+            self._f.seek(offset)
+            self._f.write(data)
+            self._f.seek(self._pos)
+        except OSError as e:
+            raise write_error(self.target, e) from e
+
     def _finish(self) -> None:
         try:
             self._f.flush()

@@ -17,13 +17,14 @@ For ``a = |bits|``:
 then the sign goes on top.
 
 Every value goes the first way, and the smaller ones, usually a few in a thousand, are then
-redone the second way where they are (found, gathered, written back): three passes over the
-chunk cheaper than redoing all of it. A chunk full of them (zeros: biases, pruned weights) is
-redone whole without looking for them, by a maximum: the first way's result taken as a signed
-number (the shift is arithmetic) is below the second way's for every smaller value (negative
-below ``2**-15 - 2**-28``; between that and ``2**-14`` its mantissa bits, which never exceed the
-subnormal half), and the second way applied to ``min(|x|, 2**-14)`` gives ``0x400``, the least
-half-normal result, for every other value.
+redone the second way where they are: found by one comparison and a search over the chunk,
+gathered, written back, which costs less than redoing the whole chunk (two more passes and a
+masked copy). A chunk with many of them (zeros: biases, pruned weights) is redone whole without
+looking for them, by a maximum: the first way's result taken as a signed number (the shift is
+arithmetic) is not above the second way's for any smaller value (negative below ``2**-15``, but
+for the few that round up to it; from there to ``2**-14`` the mantissa bits alone, never more
+than the subnormal half), and the second way applied to ``min(|x|, 2**-14)`` gives ``0x400``,
+the least half-normal result, for every other value.
 """
 from __future__ import annotations
 

@@ -6,6 +6,7 @@ asks for the data.
 """
 from __future__ import annotations
 
+import math
 from typing import Callable, Sequence
 
 import numpy as np
@@ -21,6 +22,21 @@ _TRANSPOSES_BY_PAIR = ("aten.transpose.int", "torch.transpose", "Tensor.transpos
 def derived(fn: Callable[[], np.ndarray], shape: Sequence[int], dtype: str = "f32") -> Attribute:
     """A lazy attribute whose data is ``fn()`` (called on first use)."""
     return Attribute(loader=fn, shape=tuple(int(s) for s in shape), dtype=dtype)
+
+
+def derived_rows(rows: Callable[[slice], np.ndarray], shape: Sequence[int], dtype: str = "f32") -> Attribute:
+    """A lazy attribute computed along its first axis (the output channels): ``rows(s)`` is the
+    data of the rows in the slice ``s`` (``rows(slice(None))`` all of it). A writer takes it a
+    block of rows at a time (:meth:`~engine.ir.Attribute.pieces`), so it never exists whole."""
+    shape = tuple(int(s) for s in shape)
+    row = math.prod(shape[1:])
+
+    def pieces(size: int):
+        step = max(1, size // max(row, 1))
+        for r in range(0, shape[0], step):
+            yield rows(slice(r, r + step))
+
+    return Attribute(loader=lambda: rows(slice(None)), pieces=pieces, shape=shape, dtype=dtype)
 
 
 def product_f32(a, b) -> np.ndarray:

@@ -29,7 +29,7 @@ import numpy as np
 
 from ..convert.registry import aten_converter, ncnn_rule
 from ..convert.shapes import is_batched, ncnn_shape
-from ._weights import derived, matmul_weight, product_f32
+from ._weights import derived, derived_rows, matmul_weight, product_f32
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +101,7 @@ def _check_mm(op, ctx):
 def _scaled(attr, factor: float):
     if factor == 1.0:
         return attr
-    return derived(lambda: product_f32(attr.data, np.float64(factor)), attr.shape)
+    return derived_rows(lambda rows: product_f32(attr.data[rows], np.float64(factor)), attr.shape)
 
 
 @aten_converter("aten.addmm.default", validator=_check_mm)

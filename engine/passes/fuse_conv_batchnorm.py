@@ -14,7 +14,7 @@ import functools
 
 import numpy as np
 
-from ..converters._weights import as_f64, derived
+from ..converters._weights import as_f64, derived, derived_rows
 from ..converters.norm import batchnorm_affine
 from ._rewrite import sole_consumer
 from .manager import graph_pass
@@ -30,16 +30,17 @@ def fold_scale_shift(graph, op, bn, weight_fn, through=None):
 
     scale_shift = functools.cache(lambda: batchnorm_affine(bn))  # once for both weights
 
-    def new_weight():
+    def new_weight(rows=slice(None)):
         scale, _ = scale_shift()
-        return weight_fn(np.asarray(weight.data, np.float32), scale.astype(np.float32))
+        return weight_fn(np.asarray(weight.data[rows], np.float32), scale[rows].astype(np.float32))
 
     def new_bias():
         scale, shift = scale_shift()
         old = 0.0 if bias is None else as_f64(bias, n, 0.0)  # no bias: zeros, without the array of them
         return (old * scale + shift).astype(np.float32)
 
-    op.attrs["weight"] = derived(new_weight, weight.shape)
+    # whole output channels scaled (not a transposed convolution's): a block of them at a time
+    op.attrs["weight"] = (derived_rows if weight_fn is scale_rows else derived)(new_weight, weight.shape)
     op.attrs["bias"] = derived(new_bias, (n,))
     op.params["bias"] = True
     op.provenance = op.provenance.union(bn.provenance)

@@ -26,7 +26,7 @@ import logging
 
 import numpy as np
 
-from ..converters._weights import derived, product_f32
+from ..converters._weights import derived, derived_rows, product_f32
 from ..ir import Attribute, Graph, Operand, Operator
 from .manager import graph_pass
 
@@ -124,7 +124,7 @@ def _fold_scale(graph: Graph, conv: Operator, scale_op: Operator, gamma: Attribu
     n = int(conv.params["out_channels"])
     w, b = conv.attrs["weight"], conv.attrs.get("bias")
     g = lambda: np.asarray(gamma.data).reshape(-1)  # noqa: E731
-    conv.attrs["weight"] = derived(lambda: product_f32(w.data, g().reshape(-1, 1, 1, 1)), w.shape)
+    conv.attrs["weight"] = derived_rows(lambda rows: product_f32(w.data[rows], g()[rows].reshape(-1, 1, 1, 1)), w.shape)
     conv.attrs["bias"] = derived(lambda: product_f32(np.zeros(n, np.float32) if b is None else b.data, g()), (n,))
     conv.params["bias"] = True
     conv.provenance = conv.provenance.union(scale_op.provenance)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import threading
+from typing import Iterable
 
 import numpy as np
 
@@ -53,27 +54,35 @@ def write_weight(data: np.ndarray, write, *, tagged: bool, fp16: bool) -> bool:
         for c in chunks:
             write(c)
         return a.dtype.kind == "f" and not _all_finite(a)
-    pad = _FP16_PAD if a.size % 2 else b""
     if a.size < BITS_MIN:
         c = np.asarray(a, np.float32)  # a weight of another dtype goes through float32 too
         h = np.empty(c.size, "<f2")
         finite = _cast_clamped(c, h)
-        write(b"".join((_FP16_TAG, h, pad)))
+        write(b"".join((_FP16_TAG, h, _FP16_PAD if a.size % 2 else b"")))
         return not finite
+    return write_fp16([a], a.size, write)
+
+
+def write_fp16(pieces: Iterable[np.ndarray], n: int, write) -> bool:
+    """Write ``n`` values, given as consecutive flat pieces, as one fp16 weight (tag, data,
+    padding) and say whether any is NaN or infinite. Each piece is converted a chunk at a time
+    into one reused buffer and written, so the weight itself may come a piece at a time (one
+    computed that way: :meth:`engine.ir.Attribute.pieces`)."""
     write(_FP16_TAG)
     finite = True
     buf, bits = _scratch()
-    for lo in range(0, a.size, CHUNK):
-        c = a[lo:lo + CHUNK]
-        if c.dtype != np.float32 or not c.flags.c_contiguous:
-            c = np.ascontiguousarray(c, np.float32)
-        out = buf[:c.size]
-        # the bit conversion checks the range itself; a chunk beyond it is clamped and cast
-        if c.size < BITS_MIN or not bits.into(c, out):
-            finite = _cast_clamped(c, out) and finite
-        write(out)
-    if pad:
-        write(pad)
+    for p in pieces:
+        for lo in range(0, p.size, CHUNK):
+            c = p[lo:lo + CHUNK]
+            if c.dtype != np.float32 or not c.flags.c_contiguous:
+                c = np.ascontiguousarray(c, np.float32)
+            out = buf[:c.size]
+            # the bit conversion checks the range itself; a chunk beyond it is clamped and cast
+            if c.size < BITS_MIN or not bits.into(c, out):
+                finite = _cast_clamped(c, out) and finite
+            write(out)
+    if n % 2:
+        write(_FP16_PAD)
     return not finite
 
 

@@ -11,13 +11,14 @@ lazy :class:`engine.ir.Attribute` loaded) one weight at a time.
 from __future__ import annotations
 
 import logging
+import math
 import os
 from typing import Callable
 
 import numpy as np
 
 from ..errors import WriteError
-from ..ir import Graph, Operator
+from ..ir import Attribute, Graph, Operator
 from ..ncnn import layers as L
 from . import ncnn_bin
 from ..records import record
@@ -91,6 +92,18 @@ def param_text(graph: Graph) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _write_weight(attr: Attribute, write, *, tagged: bool, fp16: bool) -> np.ndarray | None:
+    """Write one weight (:func:`ncnn_bin.write_weight`); its data when it holds a NaN or an
+    infinite value, else None. A weight computed piece by piece (``attr.piecewise``: a folded
+    BatchNorm's kernel) and stored as fp16 is computed, converted and written a chunk at a time
+    and never exists whole."""
+    n = math.prod(attr.shape)
+    if attr.piecewise and attr.dtype == "f32" and tagged and fp16 and n >= ncnn_bin.BITS_MIN:
+        return np.asarray(attr.peek()) if ncnn_bin.write_fp16(attr.pieces(), n, write) else None
+    data = np.asarray(attr.peek())
+    return data if ncnn_bin.write_weight(data, write, tagged=tagged, fp16=fp16) else None
+
+
 def write_ncnn(graph: Graph, param_path: str | os.PathLike, bin_path: str | os.PathLike, *, fp16: bool = True,
                progress: Progress | None = None, warn: Warn | None = None) -> NcnnWriteResult:
     """Write ``graph`` as an ncnn model. Raises :class:`engine.errors.WriteError` (naming the
@@ -113,12 +126,11 @@ def write_ncnn(graph: Graph, param_path: str | os.PathLike, bin_path: str | os.P
             if op.attrs and not op.meta.get("custom_layer"):
                 want = ([_RAW] * len(op.attrs) if op.meta.get("plugin_layer") else loads[id(op)])
                 for (key, attr), w in zip(op.attrs.items(), want):
-                    data = np.asarray(attr.peek())
                     try:
-                        nonfinite = ncnn_bin.write_weight(data, bf.write, tagged=w.tagged, fp16=fp16)
+                        bad = _write_weight(attr, bf.write, tagged=w.tagged, fp16=fp16)
                     except (TypeError, ValueError) as e:
                         raise WriteError(os.fspath(bin_path), f"layer {op.name!r} weight {key!r}: {e}") from None
-                    reason = nonfinite_reason(key, data, fp16 and w.tagged) if nonfinite and warn is not None else None
+                    reason = nonfinite_reason(key, bad, fp16 and w.tagged) if bad is not None and warn is not None else None
                     if reason:
                         log.warning("layer %s: %s", op.name, reason)
                         warn(op, reason)

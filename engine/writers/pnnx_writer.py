@@ -32,7 +32,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import WriteError
-from ..ir import Graph, Operand, Operator
+from ..ir import Attribute, Graph, Operand, Operator
 from ..reader import verified
 from .atomic import atomic_files
 from .ncnn_check import WHITESPACE
@@ -193,22 +193,38 @@ _LITTLE_ENDIAN = ("<", "|", "=") if sys.byteorder == "little" else ("<", "|")
 _CRC_LOOKUP_MIN = 2048
 
 
-def _attr_bytes(op: Operator, key: str) -> np.ndarray:
-    """The attribute's data as little-endian raw bytes: a flat uint8 view (a copy only when the
-    data is strided or big-endian)."""
-    a = op.attrs[key]
-    data = np.ascontiguousarray(a.peek())
+def _stored(a: Attribute, key: str, data) -> np.ndarray:
+    """``data`` (all or a piece of ``a``'s) as it is stored: contiguous and little-endian (a
+    copy only when it is strided or big-endian), a ``bf16`` attribute's values as their bits."""
+    data = np.ascontiguousarray(data)
     if a.dtype == "bf16" and data.dtype != np.uint16:  # its values (see engine.build.builder): their bits
         data = bf16_bits(data)
-    size = _ELEMSIZE.get(a.dtype, data.dtype.itemsize) * math.prod(a.shape)
     if data.dtype.hasobject:
         raise TypeError(f"attribute {key!r} holds Python objects, not numbers")
     if data.dtype.byteorder not in _LITTLE_ENDIAN:
         data = data.astype(data.dtype.newbyteorder("<"))
+    return data
+
+
+def _write_attr(zw: StoreZipWriter, op: Operator, key: str) -> None:
+    """Store ``op``'s attribute ``key`` as member ``<op>.<key>``. A weight computed piece by
+    piece (``piecewise``: a folded layer scale's kernel) is computed, hashed and written a
+    piece at a time and never exists whole; the bytes of a weight read from the package take
+    the CRC checked there."""
+    a = op.attrs[key]
+    name = f"{op.name}.{key}"
+    if a.piecewise and a.dtype == "f32":
+        try:
+            zw.write_member_pieces(name, (_stored(a, key, p) for p in a.pieces()), 4 * math.prod(a.shape))
+        except ValueError as e:
+            raise _ValueError(f"attribute {key!r}: {e}") from None
+        return
+    data = _stored(a, key, a.peek())
+    size = _ELEMSIZE.get(a.dtype, data.dtype.itemsize) * math.prod(a.shape)
     raw = np.frombuffer(data, np.uint8)
     if raw.size != size:
         raise _ValueError(f"attribute {key!r} holds {raw.size} bytes, {a.shape} {a.dtype} needs {size}")
-    return raw
+    zw.write_member(name, raw, crc=verified.crc_of(raw) if raw.size > _CRC_LOOKUP_MIN else None)
 
 
 def write_pnnx(graph: Graph, param_path: str | os.PathLike, bin_path: str | os.PathLike, *,
@@ -228,11 +244,9 @@ def write_pnnx(graph: Graph, param_path: str | os.PathLike, bin_path: str | os.P
         for k, op in enumerate(graph.ops):
             for key in sorted(op.attrs):
                 try:
-                    raw = _attr_bytes(op, key)
+                    _write_attr(zw, op, key)
                 except _ValueError as e:
                     raise WriteError(os.fspath(bin_path), f"operator {op.name!r}: {e}") from None
-                crc = verified.crc_of(raw) if raw.size > _CRC_LOOKUP_MIN else None
-                zw.write_member(f"{op.name}.{key}", raw, crc=crc)
             if progress is not None:
                 progress(k + 1, len(graph.ops))
         zw.close()

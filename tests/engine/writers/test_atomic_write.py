@@ -17,7 +17,8 @@ import pytest
 
 from engine.errors import WriteError
 from engine.writers import atomic_files, write_ncnn
-from engine.writers.atomic import describe_os_error
+from engine.writers.atomic import WRITE_BUFFER, describe_os_error
+from engine.writers.ncnn_bin import CHUNK
 
 from tests.engine.writers.ncnn_graphs import NetBuilder
 
@@ -42,6 +43,12 @@ def _net(n_layers: int = 3) -> NetBuilder:
         h = b.layer("InnerProduct", [h], name=f"fc{k}", num_output=8, weight_data_size=64,
                     weights={"weight_data": np.ones((8, 8), np.float32)})
     return b
+
+
+def test_a_chunk_of_fp16_weights_is_longer_than_the_write_buffer():
+    """The temporary file writes such a chunk from the writer's memory (a buffered file copies
+    a write no longer than its buffer into the buffer first)."""
+    assert 2 * CHUNK > WRITE_BUFFER
 
 
 def test_group_replaces_existing_files(tmp_path):

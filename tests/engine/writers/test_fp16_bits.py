@@ -41,6 +41,90 @@ def test_bits_equal_numpys_cast_on_every_exponent_and_rounding_edge():
     assert (ref & 0x7C00 == 0).sum() > 1000 and (ref & 0x7FFF == 0x0400).any() and (ref & 0x7FFF == 0x7BFF).any()
 
 
+def _converted(f: np.ndarray) -> np.ndarray:
+    out = np.empty(f.size, np.uint16)
+    assert Fp16Encoder(f.size).into(f, out)
+    return out
+
+
+def _assert_numpys_cast(f: np.ndarray, out: np.ndarray) -> None:
+    ref = f.astype(np.float16).view(np.uint16)
+    wrong = np.flatnonzero(out != ref)
+    assert wrong.size == 0, [(hex(f.view(np.uint32)[i]), hex(out[i]), hex(ref[i])) for i in wrong[:5]]
+
+
+#: values below the smallest normal half, 2**-14: zeros, subnormal ties both ways, the halfway
+#: points at either end, the values that round up to 2**-14
+SMALL = np.array([0x00000000, 0x80000000, 0x00000001, 0x33000000, 0x33000001, 0x337FFFFF, 0x33800000,
+                  0x33C00000, 0x34200000, 0x34400000, 0x37FFE000, 0x37FFF000, 0x38000000, 0x38001000,
+                  0x38003000, 0x387FDFFF, 0x387FE000, 0x387FEFFF, 0x387FF000, 0x387FFFFF], np.uint32)
+
+
+def test_a_few_small_values_among_normal_ones_are_redone_where_they_are():
+    rng = np.random.default_rng(5)
+    small = np.concatenate([SMALL, rng.integers(0, 0x38800000, 200, dtype=np.uint32)])
+    small = np.concatenate([small, small | np.uint32(0x80000000)])
+    f = (rng.standard_normal(small.size * 40) * np.float32(0.05)).astype(np.float32)  # 1 in 40 small
+    f.view(np.uint32)[rng.choice(f.size, small.size, replace=False)] = small
+    _assert_numpys_cast(f, _converted(f))
+    # every small pattern, a handful in a chunk of normal values
+    pats = _patterns()
+    pats = pats[pats & np.uint32(0x7FFFFFFF) < np.uint32(0x38800000)]
+    filler = np.full(48 * 64, 1.5, np.float32)
+    for lo in range(0, pats.size, 64):
+        g = filler.copy()
+        g.view(np.uint32)[::48][:pats[lo:lo + 64].size] = pats[lo:lo + 64]
+        _assert_numpys_cast(g, _converted(g))
+
+
+@pytest.mark.parametrize("fill", ["zeros", "negative zeros", "half zeros", "subnormals"])
+def test_a_chunk_full_of_small_values_is_redone_whole(fill):
+    rng = np.random.default_rng(9)
+    f = (rng.standard_normal(CHUNK) * np.float32(0.1)).astype(np.float32)
+    if fill == "zeros":
+        f[:] = 0
+    elif fill == "negative zeros":
+        f[:] = -0.0
+    elif fill == "half zeros":  # pruned weights
+        f[rng.random(CHUNK) < 0.5] = 0
+    else:
+        f *= np.float32(2.0 ** -12)
+        f[::7] = rng.choice(SMALL, f[::7].size).view(np.float32)
+    _assert_numpys_cast(f, _converted(f))
+
+
+@pytest.mark.parametrize("extra", [0, 1])
+def test_either_side_of_the_share_of_small_values_that_redoes_a_chunk_whole(extra):
+    from engine.writers.fp16 import _DENSE
+
+    n = 4096
+    rng = np.random.default_rng(extra)
+    f = (rng.standard_normal(n) * np.float32(0.05)).astype(np.float32)
+    f[np.abs(f) < 2.0 ** -14] = 0.125
+    k = n // _DENSE + extra
+    f.view(np.uint32)[rng.choice(n, k, replace=False)] = rng.choice(SMALL, k) | rng.choice(
+        np.array([0, 0x80000000], np.uint32), k)
+    assert np.count_nonzero(np.abs(f) < 2.0 ** -14) == k
+    _assert_numpys_cast(f, _converted(f))
+
+
+@pytest.mark.parametrize("bits", [0x477FE000, 0xC77FE000, 0x477FDFFF, 0x38800000, 0xB8800000])
+def test_values_up_to_65504_are_converted(bits):
+    f = np.full(64, 1.0, np.float32)
+    f.view(np.uint32)[7] = bits
+    _assert_numpys_cast(f, _converted(f))
+
+
+@pytest.mark.parametrize("bits", [0x477FE001, 0x477FF000, 0xC77FE001, 0x7F800000, 0xFF800000, 0x7FC00000,
+                                  0xFFC00001, 0x7F800001])
+def test_values_beyond_65504_or_nan_convert_nothing(bits):
+    f = np.full(64, 1.0, np.float32)
+    f.view(np.uint32)[40] = bits
+    out = np.full(64, 0x1234, np.uint16)
+    assert not Fp16Encoder(64).into(f, out)
+    assert (out == 0x1234).all()
+
+
 def test_a_smaller_encoder_chunk_uses_only_its_prefix():
     f = np.linspace(-3, 3, 1000, dtype=np.float32)
     out = np.full(1000, 0xFFFF, np.uint16)

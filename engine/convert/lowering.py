@@ -84,23 +84,38 @@ def lower_graph(g: Graph, registry: Registry, ctx: ConversionContext,
     for op in list(g.ops):
         if skip(op) or op.meta.get("unsupported"):
             continue
-        pending = [op]
-        while pending:
-            cur = pending.pop(0)
+        emitted = _lower_one(g, registry, ctx, op, check)
+        if emitted is None:
+            continue
+        lowered += 1
+        if any("target" in e.meta for e in emitted):  # is_aten: a rule emitted ATen ops to lower in turn
+            lowered += _lower_emitted(g, registry, ctx, op, emitted, skip, check)
+    return lowered
+
+
+def _lower_emitted(g: Graph, registry: Registry, ctx: ConversionContext, op: Operator, emitted: list[Operator],
+                   skip: Callable[[Operator], bool], check: Callable[[Operator], None] | None) -> int:
+    """Lower the ATen operators a rule emitted for ``op`` (and those their rules emit, depth
+    first, in order). Returns how many were lowered."""
+    lowered = 0
+    pending: list[tuple[Operator, list[Operator] | None]] = [(op, emitted)]
+    while pending:
+        cur, emitted = pending.pop(0)
+        if emitted is None:
             emitted = _lower_one(g, registry, ctx, cur, check)
             if emitted is None:
                 continue
             lowered += 1
-            again = [e for e in emitted if is_aten(e) and not skip(e)]
-            depth = cur.meta.get("rewrite_depth", 0) + 1
+        again = [e for e in emitted if is_aten(e) and not skip(e)]
+        depth = cur.meta.get("rewrite_depth", 0) + 1
+        for e in again:
+            e.meta["rewrite_depth"] = depth
+        if depth > MAX_REWRITE_DEPTH and again:
             for e in again:
-                e.meta["rewrite_depth"] = depth
-            if depth > MAX_REWRITE_DEPTH and again:
-                for e in again:
-                    ctx.error(f"unsupported: rules kept emitting ATen ops {MAX_REWRITE_DEPTH} levels deep "
-                              f"(a decomposition that emits the op it decomposes?){_emitted_note(e)}", e)
-                continue
-            pending[:0] = again
+                ctx.error(f"unsupported: rules kept emitting ATen ops {MAX_REWRITE_DEPTH} levels deep "
+                          f"(a decomposition that emits the op it decomposes?){_emitted_note(e)}", e)
+            continue
+        pending[:0] = [(e, None) for e in again]
     return lowered
 
 
@@ -195,7 +210,8 @@ def _lower_one(g: Graph, registry: Registry, ctx: ConversionContext, op: Operato
             new.meta = {**old.meta, **new.meta}
     g.remove_op(op)
     # which rules made each emitted operator: those that made ``op``, then this one
-    made_by = tuple(dict.fromkeys((*op.meta.get("converted_by", ()), conv.tag)))
+    prior = op.meta.get("converted_by")
+    made_by = tuple(dict.fromkeys((*prior, conv.tag))) if prior else (conv.tag,)
     for e in emitted:
         e.meta["converted_by"] = made_by
         e.meta.pop("lowering_name", None)

@@ -147,52 +147,47 @@ class TrackedDict(dict):
     Operators made by a :class:`Graph` hold their ``params`` and ``attrs`` in one, so a pass
     snapshot can tell an operator that did not change without formatting it."""
 
-    __slots__ = ("version",)
+    #: the change count: this class default until the first change, which gives the dict an
+    #: attribute of its own (no ``__init__`` of its own: every operator made or copied makes two,
+    #: at a plain dict's cost; no ``__slots__``, whose unset slot would make reads raise)
+    version = 0
 
-    def __init__(self, *args, **kwargs) -> None:
-        dict.__init__(self, *args, **kwargs)
-        self.version = 0
+    def _count(self) -> None:
+        self.version += 1
+        change_tick()
 
     def __setitem__(self, key, value) -> None:
         dict.__setitem__(self, key, value)
-        self.version += 1
-        change_tick()
+        self._count()
 
     def __delitem__(self, key) -> None:
         dict.__delitem__(self, key)
-        self.version += 1
-        change_tick()
+        self._count()
 
     def __ior__(self, other):
         dict.update(self, other)
-        self.version += 1
-        change_tick()
+        self._count()
         return self
 
     def pop(self, *args):
-        self.version += 1
-        change_tick()
+        self._count()
         return dict.pop(self, *args)
 
     def popitem(self):
-        self.version += 1
-        change_tick()
+        self._count()
         return dict.popitem(self)
 
     def setdefault(self, key, default=None):
-        self.version += 1
-        change_tick()
+        self._count()
         return dict.setdefault(self, key, default)
 
     def update(self, *args, **kwargs) -> None:
         dict.update(self, *args, **kwargs)
-        self.version += 1
-        change_tick()
+        self._count()
 
     def clear(self) -> None:
         dict.clear(self)
-        self.version += 1
-        change_tick()
+        self._count()
 
     def __reduce__(self):
         return (TrackedDict, (dict(self),))

@@ -201,3 +201,20 @@ def test_remove_dead_removes_whole_unused_chains():
     assert g.remove_dead() == 3
     assert [op.name for op in g.ops] == ["in0", "conv", "relu", "out0"] and "b" not in g.operands
     g.lint()
+
+
+def test_tracked_dict_counts_changes_per_dict():
+    """The count starts at 0 (a class default: no __init__ of its own) and a change of one
+    dict leaves the others' counts alone."""
+    from engine.ir.graph import TrackedDict
+
+    a, b = TrackedDict({"k": 1}), TrackedDict()
+    assert (a.version, b.version, dict(a)) == (0, 0, {"k": 1})
+    a["k"] = 2
+    a.update(j=3)
+    a.pop("j")
+    del a["k"]
+    a.setdefault("m", 4)
+    a |= {"n": 5}
+    assert (a.version, b.version, TrackedDict.version) == (6, 0, 0)
+    assert TrackedDict(a).version == 0 and type(TrackedDict(a)) is TrackedDict

@@ -213,8 +213,9 @@ def _lower_one(g: Graph, registry: Registry, ctx: ConversionContext, op: Operato
     prior = op.meta.get("converted_by")
     made_by = tuple(dict.fromkeys((*prior, conv.tag))) if prior else (conv.tag,)
     for e in emitted:
-        e.meta["converted_by"] = made_by
-        e.meta.pop("lowering_name", None)
+        meta = e.meta
+        meta["converted_by"] = made_by
+        meta.pop("lowering_name", None)
         # a rule that named something after op.name (renamed while it ran) must not leak
         # the temporary suffix into layer or blob names
         if _TMP in e.name:
@@ -222,6 +223,6 @@ def _lower_one(g: Graph, registry: Registry, ctx: ConversionContext, op: Operato
         for o in e.outputs:
             if _TMP in o.name:
                 g.rename_operand(o, o.name.replace(_TMP, ""))
-        if is_aten(e):
-            e.meta.setdefault("emitted_by", f"{conv.label} for {original_name}")
+        if "target" in meta:  # is_aten(e)
+            meta.setdefault("emitted_by", f"{conv.label} for {original_name}")
     return emitted

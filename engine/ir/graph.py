@@ -636,12 +636,13 @@ class Graph:
         producer, emitter = old.producer, new.producer
         producer.outputs[producer.outputs.index(old)] = new
         emitter.outputs[emitter.outputs.index(new)] = old
-        old.__dict__["producer"], new.__dict__["producer"] = emitter, producer
+        d = old.__dict__  # field by field, not through __setattr__: touch(emitter) counts the change
+        d["producer"], new.__dict__["producer"] = emitter, producer
         if new.dtype is not None:
-            old.dtype = new.dtype
+            d["dtype"] = new.dtype
         if new.shape is not None:
-            old.shape = new.shape
-        old.meta = {**old.meta, **new.meta}
+            d["shape"] = new.shape
+        d["meta"] = {**d["meta"], **new.meta}
         touch(producer)
         touch(emitter)
 

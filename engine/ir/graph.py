@@ -92,12 +92,12 @@ class Attribute:
         self._data = None if data is None else np.asarray(data)
         self._loader = loader
         if self._data is not None:
-            self.shape = tuple(int(s) for s in self._data.shape)
+            self.shape = tuple(map(int, self._data.shape))
             self.dtype = short_dtype(self._data.dtype)
         else:
             if shape is None or dtype is None:
                 raise IRError("a lazy Attribute needs its shape and dtype")
-            self.shape = tuple(int(s) for s in shape)
+            self.shape = tuple(map(int, shape))
             self.dtype = dtype
 
     @property
@@ -314,6 +314,35 @@ class Operator:
 _NO_PROVENANCE = Provenance()
 
 
+class InputPositions:
+    """Where an operand is among its consumers' inputs: ``(consumer, input index)`` pairs in
+    consumer order, each once. A consumer of many inputs (a Concat of hundreds of branches, each
+    also read elsewhere) has its inputs indexed on first use instead of scanned again for each
+    of them. For a walk that does not change those inputs (or only at positions already asked
+    for: the positions of the others stay right)."""
+
+    #: consumers of at most this many inputs are scanned (cheaper than indexing them)
+    SCAN = 4
+
+    def __init__(self) -> None:
+        self._at: dict[Operator, dict[Operand, list[int]]] = {}
+
+    def __call__(self, opd: Operand) -> list[tuple[Operator, int]]:
+        uses: list[tuple[Operator, int]] = []
+        for c in dict.fromkeys(opd.consumers):
+            ins = c.inputs
+            if len(ins) <= self.SCAN:
+                uses += [(c, i) for i, x in enumerate(ins) if x is opd]
+                continue
+            at = self._at.get(c)
+            if at is None:
+                at = self._at[c] = {}
+                for i, x in enumerate(ins):
+                    at.setdefault(x, []).append(i)
+            uses += [(c, i) for i in at.get(opd, ())]
+        return uses
+
+
 class OpList(Sequence):
     """The operators of a :class:`Graph` in order, as a read-only list-like view
     (:attr:`Graph.ops`): iteration, ``len``, indexing and slicing, ``in`` (constant time) and
@@ -442,10 +471,6 @@ class Graph:
         self._head, self._tail = (order[0], order[-1]) if order else (None, None)
         self._list, self._pos = order, None
 
-    def _changed(self) -> None:
-        self._list = None
-        self._pos = None
-
     def _ordered(self) -> list[Operator]:
         lst = self._list
         if lst is None:
@@ -477,13 +502,22 @@ class Graph:
             prev, nxt = after, self._next[after]
         else:
             prev, nxt = self._tail, None
-        self._join(prev, op)
-        self._join(op, nxt)
-        self._changed()
+        # _join(prev, op) and _join(op, nxt), inline (every operator made is linked)
+        if prev is None:
+            self._head = op
+        else:
+            self._next[prev] = op
+        self._next[op] = nxt
+        self._prev[op] = prev
+        if nxt is None:
+            self._tail = op
+        else:
+            self._prev[nxt] = op
+        self._list = self._pos = None  # the list and position forms are made again on use
 
     def _unlink(self, op: Operator) -> None:
         self._join(self._prev.pop(op), self._next.pop(op))
-        self._changed()
+        self._list = self._pos = None  # the list and position forms are made again on use
 
     def _join(self, first: Operator | None, second: Operator | None) -> None:
         """Make ``second`` follow ``first`` (None: the start / the end of the order)."""
@@ -665,7 +699,9 @@ class Graph:
         removed = 0
         # only unread operators can be removed; one becomes unread when its last reader is
         # removed, which queues it. Popped last first: readers before what they read.
-        pending = [op for op in self._ordered() if _unread(op)]
+        # (_unread inline: the call per operator cost as much as the test)
+        pending = [op for op in self._ordered() if (outs := op.outputs) and not outs[0].consumers
+                   and (len(outs) == 1 or not any(o.consumers for o in outs))]
         nxt = self._next
         while pending:
             op = pending.pop()

@@ -5,36 +5,13 @@ a use only when the blob also feeds a layer (as in pnnx): otherwise an in-place 
 extracted."""
 from __future__ import annotations
 
+from ..ir.graph import InputPositions
 from .manager import graph_pass
-
-
-class _Uses:
-    """Where each operand is read: ``(consumer, input index)`` in consumer order. A layer of many
-    inputs (a Concat of hundreds of branches, each also read elsewhere) has its inputs indexed
-    once, not scanned again for each of them."""
-
-    def __init__(self) -> None:
-        self._at: dict = {}  #: consumer → {operand: its input indices}
-
-    def __call__(self, opd) -> list:
-        uses = []
-        for c in dict.fromkeys(opd.consumers):
-            ins = c.inputs
-            if len(ins) <= 4:
-                uses += [(c, i) for i, x in enumerate(ins) if x is opd]
-                continue
-            at = self._at.get(c)
-            if at is None:  # indices of operands this pass has yet to visit stay valid
-                at = self._at[c] = {}
-                for i, x in enumerate(ins):
-                    at.setdefault(x, []).append(i)
-            uses += [(c, i) for i in at.get(opd, ())]
-        return uses
 
 
 @graph_pass("insert_split", "give every blob used more than once a Split layer with one output per use")
 def run(graph, cx):
-    uses_of = _Uses()
+    uses_of = InputPositions()  # the Splits change only inputs already visited
     for opd in list(graph.operands.values()):
         cons = opd.consumers
         if not cons or len(cons) == 1 and cons[0].inputs.count(opd) == 1:  # one use

@@ -218,3 +218,21 @@ def test_tracked_dict_counts_changes_per_dict():
     a |= {"n": 5}
     assert (a.version, b.version, TrackedDict.version) == (6, 0, 0)
     assert TrackedDict(a).version == 0 and type(TrackedDict(a)) is TrackedDict
+
+
+@pytest.mark.parametrize("n_inputs", [3, 7])  # a consumer scanned, and one indexed
+def test_input_positions_in_consumer_order_each_once(n_inputs):
+    from engine.ir.graph import InputPositions
+
+    g = Graph()
+    a, b = g.new_operand("a"), g.new_operand("b")
+    g.add_op("pnnx.Input", "in", [], [a, b])
+    ins = [b] * (n_inputs - 2) + [a, a]
+    ins[0], ins[-1] = a, b  # a at 0 and n-2, b elsewhere
+    first = g.add_op("F.relu", "first", [a], [g.new_operand("r")])
+    cat = g.add_op("torch.cat", "cat", ins, [g.new_operand("y")])
+    last = g.add_op("torch.add", "last", [b, a], [g.new_operand("z")])
+    positions = InputPositions()
+    assert positions(a) == [(first, 0), (cat, 0), (cat, n_inputs - 2), (last, 1)]
+    assert positions(b) == [(cat, i) for i in range(1, n_inputs - 2)] + [(cat, n_inputs - 1), (last, 0)]
+    assert positions(g.operands["y"]) == []

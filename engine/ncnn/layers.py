@@ -27,7 +27,7 @@ from .layer_table import COMMON_PARAMS, LAYERS, NCNN_REVISION
 log = logging.getLogger(__name__)
 
 __all__ = ["LayerSpec", "LayerSpecError", "LoadedWeight", "ParamSpec", "WeightSpec", "NCNN_REVISION",
-           "check_params", "expected_weights", "get_spec", "layer_types", "make_params", "param_id",
+           "check_params", "expected_weights", "get_spec", "layer_loads", "layer_types", "make_params", "param_id",
            "param_values", "resolve_params", "weight_spec"]
 
 PARAM_KINDS = ("int", "float", "int_array", "float_array", "str")
@@ -373,6 +373,19 @@ def _check_params(layer_type: str, params: Mapping[Any, Any]) -> list[str]:
 def expected_weights(layer_type: str, params: Mapping[int, Any]) -> list[LoadedWeight]:
     """The weights the runtime will read for these params, in load order, with sizes."""
     return list(_memoised("weights", layer_type, params.items(), lambda: _expected_weights(layer_type, params)))
+
+
+def layer_loads(layer_type: str, params: Mapping[Any, Any]) -> tuple[list[str], list[LoadedWeight]]:
+    """:func:`check_params`'s problems and, when there are none, :func:`expected_weights`'s
+    weights (else none), in one remembered lookup: what a writer or reader asks of every layer.
+    Raises :class:`LayerSpecError` as those do."""
+    problems, weights = _memoised("loads", layer_type, params.items(), lambda: _layer_loads(layer_type, params))
+    return list(problems), list(weights)
+
+
+def _layer_loads(layer_type: str, params: Mapping[Any, Any]) -> tuple[list[str], list[LoadedWeight]]:
+    problems = _check_params(layer_type, params)
+    return problems, ([] if problems else _expected_weights(layer_type, params))
 
 
 def _expected_weights(layer_type: str, params: Mapping[int, Any]) -> list[LoadedWeight]:

@@ -192,6 +192,19 @@ def test_check_params_reports_unsupported_settings():
     assert "not a Convolution param" in L.check_params("Convolution", {7: 2})[0]
 
 
+def test_layer_loads_is_check_params_then_expected_weights():
+    """One remembered lookup for both: the problems and no weights, or no problems and the
+    weights; each call hands out lists of its own."""
+    params = make_params("InnerProduct", num_output=2, bias_term=1, weight_data_size=8)
+    problems, weights = L.layer_loads("InnerProduct", params)
+    assert problems == [] and weights == expected_weights("InnerProduct", params)
+    weights.clear()
+    assert L.layer_loads("InnerProduct", params)[1] == expected_weights("InnerProduct", params)
+    assert L.layer_loads("Gemm", {18: 401}) == (L.check_params("Gemm", {18: 401}), [])
+    with pytest.raises(LayerSpecError, match="divides by zero"):
+        L.layer_loads("RNN", {0: 0, 1: 8})  # num_output 0: the weight size divides by it
+
+
 def test_doc_differences_are_recorded():
     notes = L.doc_notes()
     assert any("front" in n and "runtime 0" in n for n in notes["Padding"])

@@ -767,7 +767,8 @@ class Graph:
         return None
 
     def ops_of_type(self, *types: str) -> list[Operator]:
-        return [op for op in self.ops if op.type in types]
+        wanted = frozenset(types) if len(types) > 2 else types  # one lookup per operator, not a scan
+        return [op for op in self._ordered() if op.type in wanted]
 
     def input_ops(self) -> list[Operator]:
         return [op for op in self.ops if op.type in ("pnnx.Input", "Input")]

@@ -236,3 +236,10 @@ def test_input_positions_in_consumer_order_each_once(n_inputs):
     assert positions(a) == [(first, 0), (cat, 0), (cat, n_inputs - 2), (last, 1)]
     assert positions(b) == [(cat, i) for i in range(1, n_inputs - 2)] + [(cat, n_inputs - 1), (last, 0)]
     assert positions(g.operands["y"]) == []
+
+
+def test_ops_of_type_in_graph_order_for_few_and_many_types():
+    g = small_graph()
+    assert [op.name for op in g.ops_of_type("F.relu", "pnnx.Input")] == ["in0", "relu"]
+    assert [op.name for op in g.ops_of_type("pnnx.Output", "nn.Conv2d", "pnnx.Input", "x.y")] == ["in0", "conv", "out0"]
+    assert g.ops_of_type() == [] and g.ops_of_type("F.relu") == [g.find_op("relu")]

@@ -168,7 +168,9 @@ def _lower_one(g: Graph, registry: Registry, ctx: ConversionContext, op: Operato
     op.meta["lowering_name"] = original_name
     ctx.current, ctx.emitted = op, []
     try:
-        outs = _normalize(conv.fn(ctx, op), op, conv)
+        result = conv.fn(ctx, op)
+        # the usual answer, one operand for one output, as _normalize would pass it
+        outs = [result] if isinstance(result, Operand) and len(op.outputs) == 1 else _normalize(result, op, conv)
         for old, new in zip(op.outputs, outs):
             if (new is None or new is old) and old.consumers:
                 raise _Failed(f"{conv.label} gave no value for output {old.name}, which is used", conv.location())

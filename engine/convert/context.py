@@ -54,9 +54,6 @@ class ConversionContext:
         assert self.current is not None, "ctx.name outside a rule"
         return self.current.meta.get("lowering_name", self.current.name)
 
-    def _new_name(self, name: str | None) -> str:
-        return self.graph.unique_op_name(name or self.name)
-
     def emit(self, type: str, inputs: Sequence[Operand] = (), *, params: dict | None = None,
              attrs: dict[str, Attribute] | None = None, outputs: int | Sequence[Operand | None] = 1,
              name: str | None = None, input_names: Sequence[str] | None = None,
@@ -66,7 +63,7 @@ class ConversionContext:
         (override with ``dtype``/``shape`` or set them on the returned operand)."""
         cur = self.current
         assert cur is not None, "emit() outside a rule"
-        op_name = self._new_name(name)
+        op_name = self.graph.unique_op_name(name or cur.meta.get("lowering_name", cur.name))  # or self.name
         if outputs == 1 and isinstance(outputs, int):  # made with its dtype and shape
             like = cur.outputs[0] if cur.outputs else None
             if like is not None:

@@ -19,6 +19,7 @@ plug-ins add rules for their own types with :func:`layout_rule`.
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import Callable, Iterable, Sequence
 
@@ -34,6 +35,11 @@ class Link:
     a: int
     k: int
     b: int
+
+
+#: The rules' Links: each (i, a, k, b) made once and shared (a Link is frozen), since a solve asks
+#: every operator's rule again and a graph repeats a few hundred links on thousands of operators.
+_link = functools.lru_cache(maxsize=1 << 16)(Link)
 
 
 @record
@@ -142,7 +148,7 @@ def identity_links(op: Operator, i: int = 0, k: int = 0, skip: Iterable[int] = (
     if x is None or y is None or len(x) != len(y):
         return []
     skip = set(skip)
-    return [Link(i, a, k, a) for a in range(len(x)) if a not in skip and same_dim(x[a], y[a])]
+    return [_link(i, a, k, a) for a in range(len(x)) if a not in skip and same_dim(x[a], y[a])]
 
 
 def broadcast_links(op: Operator, inputs: Sequence[int] | None = None, k: int = 0,
@@ -159,7 +165,7 @@ def broadcast_links(op: Operator, inputs: Sequence[int] | None = None, k: int = 
         if x is None or len(x) > len(y):
             continue
         off = len(y) - len(x)
-        links += [Link(i, a, k, a + off) for a in range(len(x))
+        links += [_link(i, a, k, a + off) for a in range(len(x))
                   if a + off not in skip_out and same_dim(x[a], y[a + off])]
     return links
 
@@ -194,7 +200,7 @@ def reshape_links(op: Operator) -> list[Link]:
     for a in range(len(x)):
         b = reshape_axis(x, a, y)
         if b is not None:
-            links.append(Link(0, a, 0, b))
+            links.append(_link(0, a, 0, b))
     return links
 
 
@@ -245,7 +251,7 @@ def _permute(op):
             dims[d0], dims[d1] = dims[d1], dims[d0]
     else:
         dims = [_norm(int(d), rank) for d in op.params["dims"]]
-    return OpLayout([Link(0, src, 0, dst) for dst, src in enumerate(dims)])
+    return OpLayout([_link(0, src, 0, dst) for dst, src in enumerate(dims)])
 
 
 # ----------------------------------------------------------------------------- along a dim
@@ -264,7 +270,7 @@ def _along(op, key: str = "dim"):
 def _along_dim(op):
     layout = _along(op, "dim")
     if layout is not None and len(op.outputs) > 1:  # sort: values and indices
-        layout.links += [Link(ln.i, ln.a, k, ln.b) for k in range(1, len(op.outputs)) for ln in list(layout.links)]
+        layout.links += [_link(ln.i, ln.a, k, ln.b) for k in range(1, len(op.outputs)) for ln in list(layout.links)]
     return layout
 
 
@@ -288,7 +294,7 @@ def _select(op):
     if x is None or y is None:
         return None
     d = _norm(int(op.params["dim"]), len(x))
-    return OpLayout([Link(0, a, 0, a - (a > d)) for a in range(len(x)) if a != d and same_dim(x[a], y[a - (a > d)])])
+    return OpLayout([_link(0, a, 0, a - (a > d)) for a in range(len(x)) if a != d and same_dim(x[a], y[a - (a > d)])])
 
 
 @layout_rule("torch.cat", "torch.concat")
@@ -302,7 +308,7 @@ def _cat(op):
         s = _shape(x)
         if s is None or len(s) != len(y):
             continue
-        links += [Link(i, a, 0, a) for a in range(len(y)) if a != d and same_dim(s[a], y[a])]
+        links += [_link(i, a, 0, a) for a in range(len(y)) if a != d and same_dim(s[a], y[a])]
     return OpLayout(links, exact=True)
 
 
@@ -318,7 +324,7 @@ def _one_axis_more(big: Sequence[Dim], d: int, smalls: Sequence[Operand], big_is
         for a in range(len(s)):
             b = a + (a >= d)
             if same_dim(s[a], big[b]):
-                links.append(Link(j, a, 0, b) if big_is_output else Link(0, b, j, a))
+                links.append(_link(j, a, 0, b) if big_is_output else _link(0, b, j, a))
     return links
 
 
@@ -361,7 +367,7 @@ def _expand(op):
     if x is None or y is None or len(x) > len(y):
         return None
     off = len(y) - len(x)
-    return OpLayout([Link(0, a, 0, a + off) for a in range(len(x)) if same_dim(x[a], y[a + off]) or x[a] == 1])
+    return OpLayout([_link(0, a, 0, a + off) for a in range(len(x)) if same_dim(x[a], y[a + off]) or x[a] == 1])
 
 
 # ----------------------------------------------------------------------------- reductions
@@ -382,7 +388,7 @@ def _reduce(op):
             continue
         b = a if keep else a - sum(1 for d in dims if d < a)
         if b < len(y) and same_dim(x[a], y[b]):
-            links += [Link(0, a, k, b) for k in range(len(op.outputs))]
+            links += [_link(0, a, k, b) for k in range(len(op.outputs))]
     return OpLayout(links)
 
 
@@ -420,18 +426,18 @@ def _matmul(op):
     if a is None or b is None or y is None or (len(a) < 2 and len(b) < 2):
         return None
     if len(b) == 1:  # (..., M, K) @ (K,) → (..., M)
-        return OpLayout([Link(0, d, 0, d) for d in range(len(a) - 1) if same_dim(a[d], y[d])])
+        return OpLayout([_link(0, d, 0, d) for d in range(len(a) - 1) if same_dim(a[d], y[d])])
     if len(a) == 1:  # (K,) @ (..., K, N) → (..., N)
-        return OpLayout([Link(1, d, 0, d) for d in range(len(b) - 2) if same_dim(b[d], y[d])])
+        return OpLayout([_link(1, d, 0, d) for d in range(len(b) - 2) if same_dim(b[d], y[d])])
     lead = len(y) - 2
     links = []
     for i, s in ((0, a), (1, b)):
         off = lead - (len(s) - 2)
-        links += [Link(i, d, 0, d + off) for d in range(len(s) - 2) if same_dim(s[d], y[d + off])]
+        links += [_link(i, d, 0, d + off) for d in range(len(s) - 2) if same_dim(s[d], y[d + off])]
     if len(a) == 2 and same_dim(a[0], y[-2]):
-        links.append(Link(0, 0, 0, len(y) - 2))
+        links.append(_link(0, 0, 0, len(y) - 2))
     if len(b) == 2 and same_dim(b[1], y[-1]):
-        links.append(Link(1, 1, 0, len(y) - 1))
+        links.append(_link(1, 1, 0, len(y) - 1))
     return OpLayout(links)
 
 
@@ -462,7 +468,7 @@ def _batch_first(op, rank: int | None):
     measured = frozenset(range(1, len(op.inputs))) if "size_expr" in op.params else frozenset()
     if rank is not None and len(x) != rank or rank is None and len(x) < 2:
         return OpLayout(measured=measured)  # one unbatched sample: nothing links
-    return OpLayout([Link(0, 0, 0, 0)], required={0: 0}, required_out={0: 0}, measured=measured)
+    return OpLayout([_link(0, 0, 0, 0)], required={0: 0}, required_out={0: 0}, measured=measured)
 
 
 for _t, _r in BATCH_FIRST.items():
@@ -476,7 +482,7 @@ def _deform_conv(op):
     if any(_rank(x) != 4 for x in op.inputs) or _rank(op.outputs[0]) != 4:
         return OpLayout()
     n = len(op.inputs)
-    return OpLayout([Link(i, 0, 0, 0) for i in range(n)], required={i: 0 for i in range(n)}, required_out={0: 0})
+    return OpLayout([_link(i, 0, 0, 0) for i in range(n)], required={i: 0 for i in range(n)}, required_out={0: 0})
 
 
 @layout_rule("F.grid_sample")
@@ -485,7 +491,7 @@ def _grid_sample(op):
     x, g = _shape(op.inputs[0]), _shape(op.inputs[1]) if len(op.inputs) > 1 else None
     if x is None or g is None or len(x) not in (4, 5) or len(g) != len(x):
         return OpLayout()
-    return OpLayout([Link(0, 0, 0, 0), Link(1, 0, 0, 0)], required={0: 0, 1: 0}, required_out={0: 0})
+    return OpLayout([_link(0, 0, 0, 0), _link(1, 0, 0, 0)], required={0: 0, 1: 0}, required_out={0: 0})
 
 
 @layout_rule("torch.stft", "torch.istft")
@@ -496,7 +502,7 @@ def _spectral(op):
     signal = x if op.type == "torch.stft" else y
     if signal is None or len(signal) != 2:
         return OpLayout()
-    return OpLayout([Link(0, 0, 0, 0)], required={0: 0}, required_out={0: 0})
+    return OpLayout([_link(0, 0, 0, 0)], required={0: 0}, required_out={0: 0})
 
 
 @layout_rule("torch.view_as_real", "torch.view_as_complex")
@@ -505,7 +511,7 @@ def _complex_view(op):
     x, y = _shape(op.inputs[0]), _shape(op.outputs[0])
     if x is None or y is None:
         return None
-    return OpLayout([Link(0, d, 0, d) for d in range(min(len(x), len(y))) if same_dim(x[d], y[d])])
+    return OpLayout([_link(0, d, 0, d) for d in range(min(len(x), len(y))) if same_dim(x[d], y[d])])
 
 
 @layout_rule("torch.diagonal")
@@ -516,7 +522,7 @@ def _diagonal(op):
         return None
     diag = {_norm(int(op.params.get(k, d)), rank) for k, d in (("dim1", 0), ("dim2", 1))}
     rest = [d for d in range(rank) if d not in diag]
-    links = [Link(0, d, 0, b) for b, d in enumerate(rest)]
+    links = [_link(0, d, 0, b) for b, d in enumerate(rest)]
     if len(rest) == 1 and rank == 3:  # ncnn's Diag takes a 2-D blob: the third dim is the batch
         return OpLayout(links, required={0: rest[0]}, required_out={0: 0})
     return OpLayout(links)
@@ -528,8 +534,8 @@ def _embedding(op):
     if x is None or y is None:
         return None
     if len(x) == 2:  # (N, L) token ids: ncnn's Embed takes the L ids of one sequence
-        return OpLayout([Link(0, 0, 0, 0)], required={0: 0}, required_out={0: 0})
-    return OpLayout([Link(0, a, 0, a) for a in range(len(x)) if same_dim(x[a], y[a])])
+        return OpLayout([_link(0, 0, 0, 0)], required={0: 0}, required_out={0: 0})
+    return OpLayout([_link(0, a, 0, a) for a in range(len(x)) if same_dim(x[a], y[a])])
 
 
 @layout_rule("F.scaled_dot_product_attention")
@@ -540,10 +546,10 @@ def _sdpa(op):
     if q is None or len(q) < 4:
         return None
     required = {i: 0 for i in range(min(3, len(op.inputs))) if _rank(op.inputs[i]) == len(q)}
-    links = [Link(i, 0, 0, 0) for i in required]
+    links = [_link(i, 0, 0, 0) for i in required]
     if len(op.inputs) > 3 and _rank(op.inputs[3]) == len(q) and same_dim(_shape(op.inputs[3])[0], q[0]):
         required[3] = 0
-        links.append(Link(3, 0, 0, 0))
+        links.append(_link(3, 0, 0, 0))
     return OpLayout(links, required=required, required_out={0: 0})
 
 
@@ -558,7 +564,7 @@ def _mha(op):
     for i in (1, 2):
         s = _shape(op.inputs[i]) if i < len(op.inputs) else None
         if s is not None and len(s) == len(y):
-            links += [Link(i, a, 0, a) for a in range(len(s)) if s[a] == 1 and y[a] == 1]
+            links += [_link(i, a, 0, a) for a in range(len(s)) if s[a] == 1 and y[a] == 1]
     return OpLayout(links)
 
 
@@ -569,16 +575,16 @@ def _recurrent(op):
         return None
     b = 0 if op.params.get("batch_first") else 1
     required = {0: b}
-    links = [Link(0, b, 0, b)]
+    links = [_link(0, b, 0, b)]
     required_out = {0: b}
     for i in range(1, len(op.inputs)):  # initial states (layers * directions, N, width)
         if _rank(op.inputs[i]) == 3:
             required[i] = 1
-            links.append(Link(i, 1, 0, b))
+            links.append(_link(i, 1, 0, b))
     for k in range(1, len(op.outputs)):  # final states
         if _rank(op.outputs[k]) == 3:
             required_out[k] = 1
-            links.append(Link(0, b, k, 1))
+            links.append(_link(0, b, k, 1))
     return OpLayout(links, required=required, required_out=required_out)
 
 
@@ -588,7 +594,7 @@ def _cell(op):
     if x is None or len(x) != 2:
         return None
     required = {i: 0 for i in range(len(op.inputs)) if _rank(op.inputs[i]) == 2}
-    links = [Link(i, 0, k, 0) for i in required for k in range(len(op.outputs))]
+    links = [_link(i, 0, k, 0) for i in required for k in range(len(op.outputs))]
     return OpLayout(links, required=required, required_out={k: 0 for k in range(len(op.outputs))})
 
 

@@ -84,23 +84,38 @@ def lower_graph(g: Graph, registry: Registry, ctx: ConversionContext,
     for op in list(g.ops):
         if skip(op) or op.meta.get("unsupported"):
             continue
-        pending = [op]
-        while pending:
-            cur = pending.pop(0)
+        emitted = _lower_one(g, registry, ctx, op, check)
+        if emitted is None:
+            continue
+        lowered += 1
+        if any("target" in e.meta for e in emitted):  # is_aten: a rule emitted ATen ops to lower in turn
+            lowered += _lower_emitted(g, registry, ctx, op, emitted, skip, check)
+    return lowered
+
+
+def _lower_emitted(g: Graph, registry: Registry, ctx: ConversionContext, op: Operator, emitted: list[Operator],
+                   skip: Callable[[Operator], bool], check: Callable[[Operator], None] | None) -> int:
+    """Lower the ATen operators a rule emitted for ``op`` (and those their rules emit, depth
+    first, in order). Returns how many were lowered."""
+    lowered = 0
+    pending: list[tuple[Operator, list[Operator] | None]] = [(op, emitted)]
+    while pending:
+        cur, emitted = pending.pop(0)
+        if emitted is None:
             emitted = _lower_one(g, registry, ctx, cur, check)
             if emitted is None:
                 continue
             lowered += 1
-            again = [e for e in emitted if is_aten(e) and not skip(e)]
-            depth = cur.meta.get("rewrite_depth", 0) + 1
+        again = [e for e in emitted if is_aten(e) and not skip(e)]
+        depth = cur.meta.get("rewrite_depth", 0) + 1
+        for e in again:
+            e.meta["rewrite_depth"] = depth
+        if depth > MAX_REWRITE_DEPTH and again:
             for e in again:
-                e.meta["rewrite_depth"] = depth
-            if depth > MAX_REWRITE_DEPTH and again:
-                for e in again:
-                    ctx.error(f"unsupported: rules kept emitting ATen ops {MAX_REWRITE_DEPTH} levels deep "
-                              f"(a decomposition that emits the op it decomposes?){_emitted_note(e)}", e)
-                continue
-            pending[:0] = again
+                ctx.error(f"unsupported: rules kept emitting ATen ops {MAX_REWRITE_DEPTH} levels deep "
+                          f"(a decomposition that emits the op it decomposes?){_emitted_note(e)}", e)
+            continue
+        pending[:0] = [(e, None) for e in again]
     return lowered
 
 
@@ -153,7 +168,9 @@ def _lower_one(g: Graph, registry: Registry, ctx: ConversionContext, op: Operato
     op.meta["lowering_name"] = original_name
     ctx.current, ctx.emitted = op, []
     try:
-        outs = _normalize(conv.fn(ctx, op), op, conv)
+        result = conv.fn(ctx, op)
+        # the usual answer, one operand for one output, as _normalize would pass it
+        outs = [result] if isinstance(result, Operand) and len(op.outputs) == 1 else _normalize(result, op, conv)
         for old, new in zip(op.outputs, outs):
             if (new is None or new is old) and old.consumers:
                 raise _Failed(f"{conv.label} gave no value for output {old.name}, which is used", conv.location())
@@ -195,10 +212,12 @@ def _lower_one(g: Graph, registry: Registry, ctx: ConversionContext, op: Operato
             new.meta = {**old.meta, **new.meta}
     g.remove_op(op)
     # which rules made each emitted operator: those that made ``op``, then this one
-    made_by = tuple(dict.fromkeys((*op.meta.get("converted_by", ()), conv.tag)))
+    prior = op.meta.get("converted_by")
+    made_by = tuple(dict.fromkeys((*prior, conv.tag))) if prior else (conv.tag,)
     for e in emitted:
-        e.meta["converted_by"] = made_by
-        e.meta.pop("lowering_name", None)
+        meta = e.meta
+        meta["converted_by"] = made_by
+        meta.pop("lowering_name", None)
         # a rule that named something after op.name (renamed while it ran) must not leak
         # the temporary suffix into layer or blob names
         if _TMP in e.name:
@@ -206,6 +225,6 @@ def _lower_one(g: Graph, registry: Registry, ctx: ConversionContext, op: Operato
         for o in e.outputs:
             if _TMP in o.name:
                 g.rename_operand(o, o.name.replace(_TMP, ""))
-        if is_aten(e):
-            e.meta.setdefault("emitted_by", f"{conv.label} for {original_name}")
+        if "target" in meta:  # is_aten(e)
+            meta.setdefault("emitted_by", f"{conv.label} for {original_name}")
     return emitted

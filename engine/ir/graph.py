@@ -103,12 +103,12 @@ class Attribute:
         self._loader = loader
         self._pieces = pieces
         if self._data is not None:
-            self.shape = tuple(int(s) for s in self._data.shape)
+            self.shape = tuple(map(int, self._data.shape))
             self.dtype = short_dtype(self._data.dtype)
         else:
             if shape is None or dtype is None:
                 raise IRError("a lazy Attribute needs its shape and dtype")
-            self.shape = tuple(int(s) for s in shape)
+            self.shape = tuple(map(int, shape))
             self.dtype = dtype
 
     @property
@@ -181,52 +181,47 @@ class TrackedDict(dict):
     Operators made by a :class:`Graph` hold their ``params`` and ``attrs`` in one, so a pass
     snapshot can tell an operator that did not change without formatting it."""
 
-    __slots__ = ("version",)
+    #: the change count: this class default until the first change, which gives the dict an
+    #: attribute of its own (no ``__init__`` of its own: every operator made or copied makes two,
+    #: at a plain dict's cost; no ``__slots__``, whose unset slot would make reads raise)
+    version = 0
 
-    def __init__(self, *args, **kwargs) -> None:
-        dict.__init__(self, *args, **kwargs)
-        self.version = 0
+    def _count(self) -> None:
+        self.version += 1
+        change_tick()
 
     def __setitem__(self, key, value) -> None:
         dict.__setitem__(self, key, value)
-        self.version += 1
-        change_tick()
+        self._count()
 
     def __delitem__(self, key) -> None:
         dict.__delitem__(self, key)
-        self.version += 1
-        change_tick()
+        self._count()
 
     def __ior__(self, other):
         dict.update(self, other)
-        self.version += 1
-        change_tick()
+        self._count()
         return self
 
     def pop(self, *args):
-        self.version += 1
-        change_tick()
+        self._count()
         return dict.pop(self, *args)
 
     def popitem(self):
-        self.version += 1
-        change_tick()
+        self._count()
         return dict.popitem(self)
 
     def setdefault(self, key, default=None):
-        self.version += 1
-        change_tick()
+        self._count()
         return dict.setdefault(self, key, default)
 
     def update(self, *args, **kwargs) -> None:
         dict.update(self, *args, **kwargs)
-        self.version += 1
-        change_tick()
+        self._count()
 
     def clear(self) -> None:
         dict.clear(self)
-        self.version += 1
-        change_tick()
+        self._count()
 
     def __reduce__(self):
         return (TrackedDict, (dict(self),))
@@ -351,6 +346,35 @@ class Operator:
 
 
 _NO_PROVENANCE = Provenance()
+
+
+class InputPositions:
+    """Where an operand is among its consumers' inputs: ``(consumer, input index)`` pairs in
+    consumer order, each once. A consumer of many inputs (a Concat of hundreds of branches, each
+    also read elsewhere) has its inputs indexed on first use instead of scanned again for each
+    of them. For a walk that does not change those inputs (or only at positions already asked
+    for: the positions of the others stay right)."""
+
+    #: consumers of at most this many inputs are scanned (cheaper than indexing them)
+    SCAN = 4
+
+    def __init__(self) -> None:
+        self._at: dict[Operator, dict[Operand, list[int]]] = {}
+
+    def __call__(self, opd: Operand) -> list[tuple[Operator, int]]:
+        uses: list[tuple[Operator, int]] = []
+        for c in dict.fromkeys(opd.consumers):
+            ins = c.inputs
+            if len(ins) <= self.SCAN:
+                uses += [(c, i) for i, x in enumerate(ins) if x is opd]
+                continue
+            at = self._at.get(c)
+            if at is None:
+                at = self._at[c] = {}
+                for i, x in enumerate(ins):
+                    at.setdefault(x, []).append(i)
+            uses += [(c, i) for i in at.get(opd, ())]
+        return uses
 
 
 class OpList(Sequence):
@@ -481,10 +505,6 @@ class Graph:
         self._head, self._tail = (order[0], order[-1]) if order else (None, None)
         self._list, self._pos = order, None
 
-    def _changed(self) -> None:
-        self._list = None
-        self._pos = None
-
     def _ordered(self) -> list[Operator]:
         lst = self._list
         if lst is None:
@@ -516,13 +536,22 @@ class Graph:
             prev, nxt = after, self._next[after]
         else:
             prev, nxt = self._tail, None
-        self._join(prev, op)
-        self._join(op, nxt)
-        self._changed()
+        # _join(prev, op) and _join(op, nxt), inline (every operator made is linked)
+        if prev is None:
+            self._head = op
+        else:
+            self._next[prev] = op
+        self._next[op] = nxt
+        self._prev[op] = prev
+        if nxt is None:
+            self._tail = op
+        else:
+            self._prev[nxt] = op
+        self._list = self._pos = None  # the list and position forms are made again on use
 
     def _unlink(self, op: Operator) -> None:
         self._join(self._prev.pop(op), self._next.pop(op))
-        self._changed()
+        self._list = self._pos = None  # the list and position forms are made again on use
 
     def _join(self, first: Operator | None, second: Operator | None) -> None:
         """Make ``second`` follow ``first`` (None: the start / the end of the order)."""
@@ -675,12 +704,13 @@ class Graph:
         producer, emitter = old.producer, new.producer
         producer.outputs[producer.outputs.index(old)] = new
         emitter.outputs[emitter.outputs.index(new)] = old
-        old.__dict__["producer"], new.__dict__["producer"] = emitter, producer
+        d = old.__dict__  # field by field, not through __setattr__: touch(emitter) counts the change
+        d["producer"], new.__dict__["producer"] = emitter, producer
         if new.dtype is not None:
-            old.dtype = new.dtype
+            d["dtype"] = new.dtype
         if new.shape is not None:
-            old.shape = new.shape
-        old.meta = {**old.meta, **new.meta}
+            d["shape"] = new.shape
+        d["meta"] = {**d["meta"], **new.meta}
         touch(producer)
         touch(emitter)
 
@@ -703,7 +733,9 @@ class Graph:
         removed = 0
         # only unread operators can be removed; one becomes unread when its last reader is
         # removed, which queues it. Popped last first: readers before what they read.
-        pending = [op for op in self._ordered() if _unread(op)]
+        # (_unread inline: the call per operator cost as much as the test)
+        pending = [op for op in self._ordered() if (outs := op.outputs) and not outs[0].consumers
+                   and (len(outs) == 1 or not any(o.consumers for o in outs))]
         nxt = self._next
         while pending:
             op = pending.pop()
@@ -769,7 +801,8 @@ class Graph:
         return None
 
     def ops_of_type(self, *types: str) -> list[Operator]:
-        return [op for op in self.ops if op.type in types]
+        wanted = frozenset(types) if len(types) > 2 else types  # one lookup per operator, not a scan
+        return [op for op in self._ordered() if op.type in wanted]
 
     def input_ops(self) -> list[Operator]:
         return [op for op in self.ops if op.type in ("pnnx.Input", "Input")]

@@ -27,7 +27,7 @@ from .layer_table import COMMON_PARAMS, LAYERS, NCNN_REVISION
 log = logging.getLogger(__name__)
 
 __all__ = ["LayerSpec", "LayerSpecError", "LoadedWeight", "ParamSpec", "WeightSpec", "NCNN_REVISION",
-           "check_params", "expected_weights", "get_spec", "layer_types", "make_params", "param_id",
+           "check_params", "expected_weights", "get_spec", "layer_loads", "layer_types", "make_params", "param_id",
            "param_values", "resolve_params", "weight_spec"]
 
 PARAM_KINDS = ("int", "float", "int_array", "float_array", "str")
@@ -257,9 +257,12 @@ _PLAIN = frozenset((int, float, str, bool, type(None)))
 _MEMO_MAX = 8192
 
 
-def _memo_key(tag: str, layer_type: str, items: Iterable[tuple[Any, Any]]) -> tuple | None:
+def _memo_key(tag: str, layer_type: str, params: Mapping[Any, Any]) -> tuple | None:
+    types = tuple(map(type, params.values()))
+    if _PLAIN.issuperset(types):  # scalars only, as most layers: the items as they are, and their types
+        return tag, layer_type, "scalars", tuple(params.items()), types
     key: list = [tag, layer_type]
-    for k, v in items:
+    for k, v in params.items():
         t = type(v)
         if t is list or t is tuple:
             if not all(type(x) in _PLAIN for x in v):
@@ -274,9 +277,9 @@ def _memo_key(tag: str, layer_type: str, items: Iterable[tuple[Any, Any]]) -> tu
 _memo: dict[tuple, Any] = {}
 
 
-def _memoised(tag: str, layer_type: str, items: Iterable[tuple[Any, Any]], compute):
-    """``compute()``, remembered under (tag, layer type, items); exceptions are not."""
-    key = _memo_key(tag, layer_type, items)
+def _memoised(tag: str, layer_type: str, params: Mapping[Any, Any], compute):
+    """``compute()``, remembered under (tag, layer type, params); exceptions are not."""
+    key = _memo_key(tag, layer_type, params)
     if key is None:
         return compute()
     try:
@@ -299,7 +302,7 @@ def make_params(layer_type: str, **values: Any) -> dict[int, Any]:
     """Named params → ``{id: value}`` for :attr:`Operator.params`, in id order. Values equal to
     their (effective) default are left out; unknown layer types or names and values of the
     wrong kind raise :class:`LayerSpecError`. ``None`` values are ignored (left at default)."""
-    return _fresh(_memoised("make", layer_type, values.items(), lambda: _make_params(layer_type, values)))
+    return _fresh(_memoised("make", layer_type, values, lambda: _make_params(layer_type, values)))
 
 
 def _make_params(layer_type: str, values: Mapping[str, Any]) -> dict[int, Any]:
@@ -332,7 +335,7 @@ def param_values(layer_type: str, params: Mapping[int, Any]) -> dict[str, Any]:
 
 def resolve_params(layer_type: str, params: Mapping[int, Any]) -> dict[str, Any]:
     """Every param of the layer by name, with the runtime's defaults filled in."""
-    return _fresh(_memoised("resolve", layer_type, params.items(), lambda: _resolve_params(layer_type, params)))
+    return _fresh(_memoised("resolve", layer_type, params, lambda: _resolve_params(layer_type, params)))
 
 
 def _resolve_params(layer_type: str, params: Mapping[int, Any]) -> dict[str, Any]:
@@ -344,7 +347,7 @@ def _resolve_params(layer_type: str, params: Mapping[int, Any]) -> dict[str, Any
 def check_params(layer_type: str, params: Mapping[Any, Any]) -> list[str]:
     """Problems with a layer's ``{id: value}`` params: unknown ids, values of the wrong kind,
     settings the writer cannot handle. Empty when all is well."""
-    return list(_memoised("check", layer_type, params.items(), lambda: _check_params(layer_type, params)))
+    return list(_memoised("check", layer_type, params, lambda: _check_params(layer_type, params)))
 
 
 def _check_params(layer_type: str, params: Mapping[Any, Any]) -> list[str]:
@@ -373,7 +376,20 @@ def _check_params(layer_type: str, params: Mapping[Any, Any]) -> list[str]:
 
 def expected_weights(layer_type: str, params: Mapping[int, Any]) -> list[LoadedWeight]:
     """The weights the runtime will read for these params, in load order, with sizes."""
-    return list(_memoised("weights", layer_type, params.items(), lambda: _expected_weights(layer_type, params)))
+    return list(_memoised("weights", layer_type, params, lambda: _expected_weights(layer_type, params)))
+
+
+def layer_loads(layer_type: str, params: Mapping[Any, Any]) -> tuple[list[str], list[LoadedWeight]]:
+    """:func:`check_params`'s problems and, when there are none, :func:`expected_weights`'s
+    weights (else none), in one remembered lookup: what a writer or reader asks of every layer.
+    Raises :class:`LayerSpecError` as those do."""
+    problems, weights = _memoised("loads", layer_type, params, lambda: _layer_loads(layer_type, params))
+    return list(problems), list(weights)
+
+
+def _layer_loads(layer_type: str, params: Mapping[Any, Any]) -> tuple[list[str], list[LoadedWeight]]:
+    problems = _check_params(layer_type, params)
+    return problems, ([] if problems else _expected_weights(layer_type, params))
 
 
 def _expected_weights(layer_type: str, params: Mapping[int, Any]) -> list[LoadedWeight]:

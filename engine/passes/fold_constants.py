@@ -666,13 +666,15 @@ class _Folder:
         return np.zeros(shape, dtype=np.int8)  # *_like: only the shape matters
 
     def try_fold(self, op: Operator, force: bool = False) -> bool:
-        if is_aten(op) and op.type in SPLITS and len(op.outputs) > 1:
+        if not is_aten(op):
+            return False
+        if op.type in SPLITS and len(op.outputs) > 1:
             return self.fold_split(op)
-        if is_aten(op) and op.type in MESHGRIDS:
+        if op.type in MESHGRIDS:
             return self.fold_meshgrid(op)
-        if is_aten(op) and op.type in BATCH_NORMS:
+        if op.type in BATCH_NORMS:
             return self.fold_batch_norm(op)
-        if not is_aten(op) or len(op.outputs) != 1 or not op.outputs[0].consumers:
+        if len(op.outputs) != 1 or not op.outputs[0].consumers:
             return False
         out = op.outputs[0]
         if _static(out.shape) and 0 in out.shape and short_dtype_of(out) is not None:

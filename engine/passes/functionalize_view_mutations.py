@@ -155,7 +155,7 @@ class _Rewriter:
 
 @graph_pass("functionalize_view_mutations", "make in-place writes through views (x[a:b] = v) update the base tensor")
 def run(graph: Graph, cx) -> None:
-    targets = [op for op in graph.ops if is_aten(op) and op.meta.get("inplace_on_view")]
+    targets = [op for op in graph.ops if op.meta.get("inplace_on_view") and is_aten(op)]
     if not targets:
         return
     rewriter = _Rewriter(graph, cx)

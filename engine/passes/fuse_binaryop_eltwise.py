@@ -69,6 +69,12 @@ class _Sum:
         self.terms.append((opd, coeff))
 
 
+def _reads_a_layer_to_absorb(op: Operator) -> bool:
+    """Whether an input comes from a layer a sum can absorb (a scale or a sum: a BinaryOp or an
+    Eltwise); without one nothing fuses, whatever the params (not resolved then)."""
+    return any(x.producer is not None and x.producer.type in ("BinaryOp", "Eltwise") for x in op.inputs)
+
+
 def _known(shape) -> bool:
     return shape is not None and all(d is not None for d in shape)
 
@@ -78,7 +84,7 @@ def run(graph, cx):
     graph_outputs = {id(o.inputs[0]) for o in graph.ops if o.type == "Output" and o.inputs}
     removed: set[int] = set()
     for op in list(graph.ops):
-        if id(op) in removed or op.type != "BinaryOp" or not _is_sum(op):
+        if id(op) in removed or op.type != "BinaryOp" or not _reads_a_layer_to_absorb(op) or not _is_sum(op):
             continue
         shape = ncnn_shape(op.outputs[0])
         if not _known(shape):

@@ -10,8 +10,6 @@ per-channel vectors in float64.
 """
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from ..converters._weights import as_f64, derived, derived_rows
@@ -28,7 +26,12 @@ def fold_scale_shift(graph, op, bn, weight_fn, through=None):
     weight, bias = op.attrs["weight"], op.attrs.get("bias")
     n = int(bn.params["num_features"])
 
-    scale_shift = functools.cache(lambda: batchnorm_affine(bn))  # once for both weights
+    computed: list = []
+
+    def scale_shift():  # once for both weights (a list, not functools.cache: made for every fold)
+        if not computed:
+            computed.append(batchnorm_affine(bn))
+        return computed[0]
 
     def new_weight(rows=slice(None)):
         scale, _ = scale_shift()

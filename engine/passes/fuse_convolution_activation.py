@@ -26,6 +26,7 @@ from .manager import graph_pass
 PRODUCERS = tuple(f"{base}{suffix}" for base in ("Convolution", "ConvolutionDepthWise", "Deconvolution",
                                                   "DeconvolutionDepthWise") for suffix in ("", "1D", "3D")) + (
     "InnerProduct",)
+_PRODUCER_TYPES = frozenset(PRODUCERS)
 ACTIVATIONS = ("ReLU", "Clip", "Sigmoid", "Mish", "HardSwish")
 
 
@@ -46,10 +47,10 @@ def activation_of(layer) -> tuple[int, list[float]]:
             "InnerProduct before it")
 def run(graph, cx):
     for op in list(graph.ops):
-        if op.type not in PRODUCERS or resolve_params(op.type, op.params)["activation_type"] != 0:
+        if op.type not in _PRODUCER_TYPES:
             continue
-        act = sole_consumer(op, ACTIVATIONS)
-        if act is None:
+        act = sole_consumer(op, ACTIVATIONS)  # before resolving every param: mostly None
+        if act is None or resolve_params(op.type, op.params)["activation_type"] != 0:
             continue
         kind, values = activation_of(act)
         op.params[param_id(op.type, "activation_type")] = kind

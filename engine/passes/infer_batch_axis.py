@@ -43,6 +43,7 @@ from typing import Sequence
 from ..convert.layout import OpLayout, layout_of, reshape_axis
 from ..convert.shapes import set_batch_dim
 from ..ir import Dim, Graph, Operand, Operator
+from ..ir.graph import InputPositions
 from .manager import graph_pass
 
 _RESHAPES = ("Tensor.reshape", "Tensor.view", "torch.flatten", "torch.squeeze", "torch.unsqueeze",
@@ -65,6 +66,7 @@ class _Solver:
         self.layouts: dict[int, OpLayout] = {id(op): layout_of(op) for op in graph.ops}
         self.axis: dict[int, int] = {}  #: id(operand) → batch axis chosen by propagation
         self.queue: deque[Operand] = deque()
+        self.uses = InputPositions()  # the solve changes no inputs
 
     def layout(self, op: Operator) -> OpLayout:
         lay = self.layouts.get(id(op))
@@ -86,22 +88,20 @@ class _Solver:
         self.queue.append(opd)
 
     def spread(self) -> None:
-        while self.queue:
-            opd = self.queue.popleft()
-            a = self.axis[id(opd)]
+        axis, queue, layout, assign, uses = self.axis, self.queue, self.layout, self.assign, self.uses
+        while queue:
+            opd = queue.popleft()
+            a = axis[id(opd)]
             p = opd.producer
             if p is not None:
-                lay = self.layout(p)
+                lay = layout(p)
                 for k, o in enumerate(p.outputs):
                     if o is opd:
                         for ln in lay.links_to(k, a):
-                            self.assign(p.inputs[ln.i], ln.a)
-            for c in dict.fromkeys(opd.consumers):
-                lay = self.layout(c)
-                for i, x in enumerate(c.inputs):
-                    if x is opd:
-                        for ln in lay.links_from(i, a):
-                            self.assign(c.outputs[ln.k], ln.b)
+                            assign(p.inputs[ln.i], ln.a)
+            for c, i in uses(opd):
+                for ln in layout(c).links_from(i, a):
+                    assign(c.outputs[ln.k], ln.b)
 
     def seed(self) -> None:
         for op in self.graph.ops:

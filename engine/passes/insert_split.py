@@ -5,17 +5,18 @@ a use only when the blob also feeds a layer (as in pnnx): otherwise an in-place 
 extracted."""
 from __future__ import annotations
 
+from ..ir.graph import InputPositions
 from .manager import graph_pass
 
 
 @graph_pass("insert_split", "give every blob used more than once a Split layer with one output per use")
 def run(graph, cx):
+    uses_of = InputPositions()  # the Splits change only inputs already visited
     for opd in list(graph.operands.values()):
         cons = opd.consumers
         if not cons or len(cons) == 1 and cons[0].inputs.count(opd) == 1:  # one use
             continue
-        uses = [(c, i) for c in opd.consumers for i, x in enumerate(c.inputs) if x is opd]
-        uses = list(dict.fromkeys(uses))
+        uses = uses_of(opd)
         if all(c.type == "Output" for c, _ in uses):
             continue
         if len(uses) < 2 or opd.producer is None:

@@ -16,8 +16,10 @@ from .merge_adjacent_crops import _numpy_crop
 
 def _pieces(blob) -> tuple[int, list[tuple[int, int, Operator]]] | None:
     """(axis, [(start, end, crop)...] sorted) when the blob's readers tile one axis, else None."""
+    if len(blob.consumers) < 2 or blob.consumers[0].type != "Crop":  # the usual answer, before the shape
+        return None
     shape = ncnn_shape(blob)
-    if shape is None or len(blob.consumers) < 2 or len(set(map(id, blob.consumers))) != len(blob.consumers):
+    if shape is None or len(set(map(id, blob.consumers))) != len(blob.consumers):
         return None
     axis, pieces = None, []
     for c in blob.consumers:

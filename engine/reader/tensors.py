@@ -120,9 +120,21 @@ def check_geometry(storage_numel: int | None, sizes, strides, offset) -> int:
     return need
 
 
-def strided_view(buf, st: ScalarType, sizes, strides, offset: int, *, byteorder: str = "little"):
+def view_geometry(nbytes: int, st: ScalarType, sizes, strides, offset: int) -> tuple[int, bool]:
+    """``(need, contiguous)`` of a view of a non-empty payload of ``nbytes`` bytes as ``st``
+    (see :func:`check_geometry`); raises ValueError with the reason when it does not fit."""
+    item = dtype_info(st).itemsize
+    if nbytes % item:
+        raise ValueError(f"payload of {nbytes} bytes is not a multiple of the {item}-byte {st.torch_name} element")
+    return check_geometry(nbytes // item, sizes, strides, offset), is_contiguous(sizes, strides)
+
+
+def strided_view(buf, st: ScalarType, sizes, strides, offset: int, *, byteorder: str = "little",
+                 geometry: tuple[int, bool] | None = None):
     """A read-only numpy view of ``buf`` (the whole storage, from byte 0) as ``st`` with the
-    given geometry, in elements. Validates first; raises ValueError with the reason."""
+    given geometry, in elements. Validates first; raises ValueError with the reason.
+    ``geometry``: what :func:`view_geometry` gave for this payload size and geometry (a caller
+    that views many payloads of one geometry checks it once)."""
     import numpy as np
 
     dt = numpy_dtype(st, byteorder)
@@ -132,11 +144,9 @@ def strided_view(buf, st: ScalarType, sizes, strides, offset: int, *, byteorder:
     if nbytes == 0:
         need = check_geometry(None, sizes, strides, offset)
         return _zeros(dt, sizes, strides, offset, need)
-    if nbytes % item:
-        raise ValueError(f"payload of {nbytes} bytes is not a multiple of the {item}-byte {st.torch_name} element")
+    need, contiguous = geometry or view_geometry(nbytes, st, sizes, strides, offset)
     numel = nbytes // item
-    need = check_geometry(numel, sizes, strides, offset)
-    if need and is_contiguous(sizes, strides):  # the common case, without as_strided's detour
+    if need and contiguous:  # the common case, without as_strided's detour
         arr = np.frombuffer(buf, dtype=dt, count=need - offset, offset=offset * item).reshape(sizes)
         arr.flags.writeable = False
         return arr
@@ -311,6 +321,9 @@ class TensorStore:
             if e.graph_name:
                 self._by_name.setdefault(e.graph_name, e)
         self._arrays: dict[str, object] = {}
+        #: (id of a meta, payload bytes) → its view_geometry: the decoder shares equal metas,
+        #: so most payloads repeat a geometry checked already (the entries keep the metas alive)
+        self._geometry: dict[tuple[int, int], tuple[int, bool]] = {}
 
     def entries(self) -> list[TensorEntry]:
         """Every parameter, buffer and tensor constant, in payload-config order."""
@@ -351,7 +364,13 @@ class TensorStore:
         buf = e.load()
         m = e.meta
         try:
-            arr = strided_view(buf, m.dtype, m.sizes, m.strides, m.storage_offset, byteorder=e.byteorder)
+            nbytes = len(buf) if not isinstance(buf, memoryview) else buf.nbytes
+            geometry = self._geometry.get((id(m), nbytes))
+            if geometry is None and nbytes:
+                geometry = self._geometry[id(m), nbytes] = view_geometry(nbytes, m.dtype, m.sizes, m.strides,
+                                                                           m.storage_offset)
+            arr = strided_view(buf, m.dtype, m.sizes, m.strides, m.storage_offset, byteorder=e.byteorder,
+                               geometry=geometry)
         except ValueError as err:
             raise PT2FormatError(e.member or e.fqn, f"tensor '{e.fqn}': {err}") from None
         self._arrays[e.fqn] = arr

@@ -134,13 +134,12 @@ def check_layer(op: Operator, loads: dict[int, list[L.LoadedWeight]] | None = No
     except L.LayerSpecError as e:
         hint = " (the conversion left it unconverted)" if "." in op.type else ""
         return [f"layer {op.name!r}: {e}{hint}"]
-    problems = [f"layer {op.name!r} ({op.type}): {p}" for p in L.check_params(op.type, op.params)]
-    if problems:
-        return problems
     try:
-        want = L.expected_weights(op.type, op.params)
+        problems, want = L.layer_loads(op.type, op.params)
     except L.LayerSpecError as e:
         return [f"layer {op.name!r}: {e}"]
+    if problems:
+        return [f"layer {op.name!r} ({op.type}): {p}" for p in problems]
     have = list(op.attrs.items())
     if len(have) != len(want):
         return [f"layer {op.name!r} ({op.type}): has {len(have)} weights "

@@ -82,8 +82,7 @@ def attach_weights(graph: Graph, bin_path: str | os.PathLike, *, param_path: str
         for op in graph.ops:
             where = f"{param_path}:{op.meta.get('line', '?')}"
             try:
-                problems = L.check_params(op.type, op.params)
-                want = L.expected_weights(op.type, op.params) if not problems else []
+                problems, want = L.layer_loads(op.type, op.params)
             except L.LayerSpecError as e:
                 problems, want = [str(e)], []
             if problems:

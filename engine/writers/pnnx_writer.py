@@ -55,8 +55,16 @@ def encode_value(v: Any) -> str:
     t = type(v)  # the common cases first (bool is not int here: type() is exact)
     if t is int:
         return str(v)
-    if (t is list or t is tuple) and all(type(x) is int for x in v):
-        return "(" + ",".join(map(str, v)) + ")"
+    if t is list or t is tuple:  # sizes, strides, paddings: all ints (a loop: cheaper than all() here)
+        for x in v:
+            if type(x) is not int:
+                break
+        else:
+            return "(" + ",".join(map(str, v)) + ")"
+    elif t is float:
+        return float_to_string(v)
+    elif t is str and _plain_string(v):
+        return v
     if v is None:
         return "None"
     if isinstance(v, (bool, np.bool_)):
@@ -79,6 +87,12 @@ def encode_value(v: Any) -> str:
     if isinstance(v, (list, tuple)):
         return "(" + ",".join(encode_value(x) for x in v) + ")"
     raise _ValueError(f"cannot encode a {type(v).__name__} value {v!r}")
+
+
+@functools.lru_cache(maxsize=4096)  # a graph repeats a few string params ("zeros", "same") thousands of times
+def _plain_string(v: str) -> bool:
+    """A string param written as it is (one to refuse or to strip takes encode_value's long way)."""
+    return not ("=" in v or "\n" in v or WHITESPACE.search(v))
 
 
 def _shape(dims) -> str:

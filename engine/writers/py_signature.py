@@ -284,14 +284,15 @@ def signature_of(graph: Graph, program_signature=None) -> PySignature:
     """The :class:`PySignature` of a pnnx-level graph; ``program_signature`` (the reader's
     :class:`~engine.reader.signature.Signature`) gives the pytree specs and constant inputs."""
     names = Names(RESERVED)
-    inputs = [op.outputs[0] for op in graph.input_ops() if op.outputs]
+    input_ops, output_ops = graph.input_ops(), graph.output_ops()  # each a walk of every operator
+    inputs = [op.outputs[0] for op in input_ops if op.outputs]
     by_name: dict[str, Operand] = {}
-    for op in graph.input_ops():
+    for op in input_ops:
         if op.outputs:
             by_name.setdefault(op.name, op.outputs[0])
             by_name.setdefault(op.outputs[0].name, op.outputs[0])
-    outputs = [op.inputs[0] if op.inputs else None for op in graph.output_ops()]
-    values = [None if op.inputs else op.params.get("value") for op in graph.output_ops()]
+    outputs = [op.inputs[0] if op.inputs else None for op in output_ops]
+    values = [None if op.inputs else op.params.get("value") for op in output_ops]
     sig = PySignature(inputs, {}, [], [], outputs, values, None, dict(graph.meta.get("symbols") or {}), names)
     in_tree = getattr(program_signature, "in_tree", None)
     bound = _bind_inputs(sig, in_tree, program_signature, by_name)

@@ -201,3 +201,45 @@ def test_remove_dead_removes_whole_unused_chains():
     assert g.remove_dead() == 3
     assert [op.name for op in g.ops] == ["in0", "conv", "relu", "out0"] and "b" not in g.operands
     g.lint()
+
+
+def test_tracked_dict_counts_changes_per_dict():
+    """The count starts at 0 (a class default: no __init__ of its own) and a change of one
+    dict leaves the others' counts alone."""
+    from engine.ir.graph import TrackedDict
+
+    a, b = TrackedDict({"k": 1}), TrackedDict()
+    assert (a.version, b.version, dict(a)) == (0, 0, {"k": 1})
+    a["k"] = 2
+    a.update(j=3)
+    a.pop("j")
+    del a["k"]
+    a.setdefault("m", 4)
+    a |= {"n": 5}
+    assert (a.version, b.version, TrackedDict.version) == (6, 0, 0)
+    assert TrackedDict(a).version == 0 and type(TrackedDict(a)) is TrackedDict
+
+
+@pytest.mark.parametrize("n_inputs", [3, 7])  # a consumer scanned, and one indexed
+def test_input_positions_in_consumer_order_each_once(n_inputs):
+    from engine.ir.graph import InputPositions
+
+    g = Graph()
+    a, b = g.new_operand("a"), g.new_operand("b")
+    g.add_op("pnnx.Input", "in", [], [a, b])
+    ins = [b] * (n_inputs - 2) + [a, a]
+    ins[0], ins[-1] = a, b  # a at 0 and n-2, b elsewhere
+    first = g.add_op("F.relu", "first", [a], [g.new_operand("r")])
+    cat = g.add_op("torch.cat", "cat", ins, [g.new_operand("y")])
+    last = g.add_op("torch.add", "last", [b, a], [g.new_operand("z")])
+    positions = InputPositions()
+    assert positions(a) == [(first, 0), (cat, 0), (cat, n_inputs - 2), (last, 1)]
+    assert positions(b) == [(cat, i) for i in range(1, n_inputs - 2)] + [(cat, n_inputs - 1), (last, 0)]
+    assert positions(g.operands["y"]) == []
+
+
+def test_ops_of_type_in_graph_order_for_few_and_many_types():
+    g = small_graph()
+    assert [op.name for op in g.ops_of_type("F.relu", "pnnx.Input")] == ["in0", "relu"]
+    assert [op.name for op in g.ops_of_type("pnnx.Output", "nn.Conv2d", "pnnx.Input", "x.y")] == ["in0", "conv", "out0"]
+    assert g.ops_of_type() == [] and g.ops_of_type("F.relu") == [g.find_op("relu")]

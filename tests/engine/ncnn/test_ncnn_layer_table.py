@@ -192,6 +192,31 @@ def test_check_params_reports_unsupported_settings():
     assert "not a Convolution param" in L.check_params("Convolution", {7: 2})[0]
 
 
+def test_layer_loads_is_check_params_then_expected_weights():
+    """One remembered lookup for both: the problems and no weights, or no problems and the
+    weights; each call hands out lists of its own."""
+    params = make_params("InnerProduct", num_output=2, bias_term=1, weight_data_size=8)
+    problems, weights = L.layer_loads("InnerProduct", params)
+    assert problems == [] and weights == expected_weights("InnerProduct", params)
+    weights.clear()
+    assert L.layer_loads("InnerProduct", params)[1] == expected_weights("InnerProduct", params)
+    assert L.layer_loads("Gemm", {18: 401}) == (L.check_params("Gemm", {18: 401}), [])
+    with pytest.raises(LayerSpecError, match="divides by zero"):
+        L.layer_loads("RNN", {0: 0, 1: 8})  # num_output 0: the weight size divides by it
+
+
+def test_remembered_answers_tell_equal_values_of_other_types_apart():
+    """1, 1.0 and True are one dict key: the memo keys carry each value's type, for scalar params
+    (the short key) as for lists."""
+    for _ in range(2):  # the second round is served from the memo
+        assert L.check_params("Convolution", {0: 1}) == []
+        assert L.check_params("Convolution", {0: 1.0}) == ["Convolution.num_output (int): expected an int, got 1.0"]
+        assert L.check_params("ReLU", {0: 1.0}) == []
+        assert L.check_params("ReLU", {0: True}) == ["ReLU.slope (float): expected a number, got True"]
+        assert L.check_params("Reshape", {0: 2, 1: 3}) == L.check_params("Reshape", {1: 3, 0: 2}) == []
+        assert make_params("Slice", slices=[1, -233], axis=0) == {0: [1, -233]}  # a list: the long key
+
+
 def test_doc_differences_are_recorded():
     notes = L.doc_notes()
     assert any("front" in n and "runtime 0" in n for n in notes["Padding"])

@@ -184,3 +184,23 @@ def test_unknown_tensor_name():
         with pytest.raises(engine.PT2FormatError, match="no stored tensor") as e:
             pkg.model.tensor("nope")
         assert e.value.member == "nope"
+
+
+def test_store_checks_a_shared_geometry_once_per_payload_size():
+    """Entries sharing one meta (the decoder shares equal ones) reuse its checked geometry only
+    for a payload of the size it was checked against: a shorter payload is still refused."""
+    from engine.reader.schema import TensorMeta
+    from engine.reader.tensors import TensorEntry, TensorStore
+
+    meta = TensorMeta(ST.FLOAT, (2, 3), (3, 1), 1)
+    payloads = {"a": np.arange(7, dtype="<f4").tobytes(), "b": np.arange(10, 17, dtype="<f4").tobytes(),
+                "short": bytes(24), "strided": np.arange(12, dtype="<f4").tobytes()}
+    strided = TensorMeta(ST.FLOAT, (2, 3), (1, 2), 0)
+    entries = [TensorEntry(name, None, "constant", strided if name == "strided" else meta, name, 24,
+                           load=lambda b=buf: memoryview(b)) for name, buf in payloads.items()]
+    store = TensorStore(entries, "test")
+    assert store.tensor("a").tolist() == [[1, 2, 3], [4, 5, 6]]
+    assert store.tensor("b").tolist() == [[11, 12, 13], [14, 15, 16]]
+    with pytest.raises(engine.PT2FormatError, match="need 7 elements but the payload holds 6"):
+        store.tensor("short")
+    assert store.tensor("strided").tolist() == [[0, 2, 4], [1, 3, 5]]

@@ -46,6 +46,23 @@ def test_encode_value_spells_pnnx_param(value, text):
     assert encode_value(value) == text
 
 
+def test_encode_value_fast_paths_spell_and_refuse_as_the_general_code(caplog):
+    """Exact floats and strings take fast paths (a string's check is remembered): a float spells
+    as a numpy one does; a string with whitespace is stripped with a warning, and one with '='
+    refused, every time it comes."""
+    import logging
+
+    for x, text in ((0.1, "0.1"), (1e-5, "1.000000e-5"), (-2.0, "-2.0")):
+        assert encode_value(x) == encode_value(np.float64(x)) == encode_value(np.float32(x)) == text
+    assert encode_value((0.5, 2)) == "(0.5,2)"
+    with caplog.at_level(logging.WARNING, logger="engine.writers.pnnx_writer"):
+        assert encode_value("a b") == encode_value("a b") == "ab"
+    assert sum("removing whitespace" in r.getMessage() for r in caplog.records) == 2
+    for _ in range(2):
+        with pytest.raises(ValueError, match="contains '='"):
+            encode_value("x=1")
+
+
 def test_shape_spelling_and_its_memo():
     assert _shape([1, 3, 224, 224]) == "(1,3,224,224)"
     assert _shape([2, -1, None, "s0"]) == "(2,?,?,?)"

@@ -103,7 +103,11 @@ def load_plugin(path: str | Path) -> list[registry.Converter]:
 @contextlib.contextmanager
 def plugin_scope(paths: Iterable[str | Path]) -> Iterator[list[registry.Converter]]:
     """Load plug-ins (files, or folders of them: :func:`plugin_files`) for the duration of a
-    ``with`` block, then restore the registries (rules, custom layers, layout rules)."""
+    ``with`` block, then restore the registries (rules, custom layers, layout rules). The
+    built-in rules are registered first: registered inside the scope (their package imported
+    there for the first time), the restore would drop them for the rest of the process."""
+    from .. import converters  # noqa: F401  (registers the built-in rules)
+
     with _SCOPE_LOCK:
         snaps = (registry.ATEN.snapshot(), registry.NCNN.snapshot(), registry.CUSTOM.snapshot(), dict(layout._RULES))
         try:

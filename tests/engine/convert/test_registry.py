@@ -1,5 +1,9 @@
 """Converter registry: overload keys, validators, priority, plug-ins, failures as diagnostics."""
+import os
+import subprocess
+import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -235,3 +239,21 @@ def test_a_rule_that_keeps_emitting_its_own_op_stops(scoped):
     [d] = lower(g).diagnostics
     assert "rules kept emitting ATen ops 16 levels deep" in d.reason
     g.lint()
+
+
+def test_a_scope_entered_before_the_builtins_are_imported_keeps_them(tmp_path):
+    """The scope's restore must not drop the built-in rules when their package is first imported
+    inside it (a fresh process whose first conversion runs with a plug-in)."""
+    code = textwrap.dedent("""
+        import sys
+        from engine.convert import ATEN, NCNN
+        from engine.convert.plugins import plugin_scope
+        assert "engine.converters" not in sys.modules
+        with plugin_scope([]):
+            import engine.converters
+        print(bool(ATEN.candidates("aten.conv2d.default")), bool(NCNN.candidates("nn.Conv2d")))
+    """)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[3])}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "True"]

@@ -63,7 +63,7 @@ class ConversionContext:
         (override with ``dtype``/``shape`` or set them on the returned operand)."""
         cur = self.current
         assert cur is not None, "emit() outside a rule"
-        op_name = self.graph.unique_op_name(name or cur.meta.get("lowering_name", cur.name))  # or self.name
+        op_name = self.graph.unique_op_name(name or self.name)
         if outputs == 1 and isinstance(outputs, int):  # made with its dtype and shape
             like = cur.outputs[0] if cur.outputs else None
             if like is not None:

@@ -536,17 +536,8 @@ class Graph:
             prev, nxt = after, self._next[after]
         else:
             prev, nxt = self._tail, None
-        # _join(prev, op) and _join(op, nxt), inline (every operator made is linked)
-        if prev is None:
-            self._head = op
-        else:
-            self._next[prev] = op
-        self._next[op] = nxt
-        self._prev[op] = prev
-        if nxt is None:
-            self._tail = op
-        else:
-            self._prev[nxt] = op
+        self._join(prev, op)
+        self._join(op, nxt)
         self._list = self._pos = None  # the list and position forms are made again on use
 
     def _unlink(self, op: Operator) -> None:
@@ -733,9 +724,7 @@ class Graph:
         removed = 0
         # only unread operators can be removed; one becomes unread when its last reader is
         # removed, which queues it. Popped last first: readers before what they read.
-        # (_unread inline: the call per operator cost as much as the test)
-        pending = [op for op in self._ordered() if (outs := op.outputs) and not outs[0].consumers
-                   and (len(outs) == 1 or not any(o.consumers for o in outs))]
+        pending = [op for op in self._ordered() if _unread(op)]
         nxt = self._next
         while pending:
             op = pending.pop()

@@ -23,7 +23,7 @@ from .atomic import atomic_files
 from .pnnx_py import _stem, path_code
 from .py_expr import SymbolCode
 from .py_signature import signature_of
-from .py_source import TORCH_DTYPES, literal
+from .py_source import TORCH_DTYPES, literal, sequence
 
 log = logging.getLogger(__name__)
 
@@ -119,7 +119,7 @@ def ncnn_python(ncnn_graph: Graph, pnnx_graph: Graph | None, *, param_path, bin_
             blob = spec["blob"]
             opd = ncnn_graph.operands.get(blob)
             dims = symbols.dims(list(o.shape), minus_one=True) if o.shape is not None else None
-            shape = ("(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")") if dims is not None else "None"
+            shape = sequence(dims, False) if dims is not None else "None"
             dtype = TORCH_DTYPES.get(o.dtype or "f32", "torch.float32")
             extracts += [f"ret, mat = ex.extract({blob!r})",
                          f"assert ret == 0, 'ncnn could not compute {blob} (error %d)' % ret",
@@ -133,7 +133,7 @@ def ncnn_python(ncnn_graph: Graph, pnnx_graph: Graph | None, *, param_path, bin_
             extracts += [f"ret, mat = ex.extract({blob!r})",
                          f"assert ret == 0, 'ncnn could not compute {blob} (error %d)' % ret",
                          f"out{k} = torch.from_numpy(np.array(mat.numpy(batch_index={_batch_index(spec, opd)})))"]
-        result = "(" + ", ".join(f"out{k}" for k in range(len(outs))) + ("," if len(outs) == 1 else "") + ")"
+        result = sequence([f"out{k}" for k in range(len(outs))], False)
     custom = custom_layers(ncnn_graph)
     stem = _stem(py_path)
     origin = f" of {source}" if source else ""

@@ -23,7 +23,7 @@ from ..ir import Attribute, Operand, Operator
 from ..ir.vocab import is_aten
 from ..records import field, record
 from .py_expr import ExpressionSourceError, SymbolCode, expression, unparenthesized
-from .py_source import call, literal
+from .py_source import call, literal, sequence
 
 
 @record
@@ -85,8 +85,7 @@ class OpContext:
         if isinstance(v, (list, tuple)):
             for x in v:  # (a loop: cheaper than any() on the few items of sizes and strides)
                 if isinstance(x, str):
-                    inner = ", ".join(self.value(x) for x in v)
-                    return f"[{inner}]" if isinstance(v, list) else f"({inner}{',' if len(v) == 1 else ''})"
+                    return sequence([self.value(x) for x in v], isinstance(v, list))
         return literal(v)
 
     def _placeholder(self, name: str) -> Operand | None:

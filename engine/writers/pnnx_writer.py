@@ -25,7 +25,6 @@ import functools
 import logging
 import math
 import os
-import re
 import sys
 from typing import Any, Callable
 
@@ -157,17 +156,13 @@ def operator_line(op: Operator, operands: dict[Operand, str] | None = None) -> s
     return " ".join(parts)
 
 
-#: operator and operand names and types that pnnx.param cannot hold (whitespace ends a token)
-_BAD_NAME = re.compile(r"[\s=]")
-
-
 def _check_names(graph: Graph) -> list[str]:
     ops = graph.ops
     names = [op.name for op in ops] + [o.name for op in ops for o in op.outputs]
     types = [op.type for op in ops]
-    if (all(names) and all(types) and not _BAD_NAME.search("\0".join(names))
-            and not WHITESPACE.search("\0".join(types))):
-        return []  # the usual case, seen at once
+    joined = "\0".join(names)
+    if all(names) and all(types) and "=" not in joined and not WHITESPACE.search(joined + "\0".join(types)):
+        return []  # the usual case, seen at once (the same tests as below, on all names together)
     problems = []
     for op in ops:
         for kind, name in [("operator", op.name)] + [("operand", o.name) for o in op.outputs]:

@@ -26,7 +26,7 @@ from typing import Any
 
 from ..ir import Graph, Operand
 from ..records import field, record
-from .py_source import FLOAT_DTYPES, INT_DTYPES, TORCH_DTYPES, Names, literal
+from .py_source import FLOAT_DTYPES, INT_DTYPES, TORCH_DTYPES, Names, literal, sequence
 
 #: names the generated module uses itself (never given to a graph value)
 RESERVED = ("self", "torch", "nn", "F", "np", "os", "zipfile", "operator", "math", "Model", "net", "args", "kwargs")
@@ -84,7 +84,7 @@ class PySignature:
             built = _rebuild(self.out_tree, it)
             if built is not None:
                 return built
-        return leaves[0] if len(leaves) == 1 else "(" + ", ".join(leaves) + ("," if len(leaves) == 1 else "") + ")"
+        return leaves[0] if len(leaves) == 1 else sequence(leaves, False)
 
     # ------------------------------------------------------------------ example inputs
     def example_size(self, opd: Operand) -> list[int]:
@@ -151,7 +151,7 @@ class PySignature:
         pos = [_structure(p.tree, leaf_code, self) if p.tree is not None else leaf_code[id(self._operand(p))]
                for p in self.params if not p.keyword]
         kw = [f"{literal(p.name)}: {_structure(p.tree, leaf_code, self)}" for p in self.params if p.keyword]
-        args = "(" + ", ".join(pos) + ("," if len(pos) == 1 else "") + ")"
+        args = sequence(pos, False)
         return args, "{" + ", ".join(kw) + "}"
 
     def _operand(self, p: Param) -> Operand:
@@ -232,7 +232,7 @@ def _structure(tree, leaf_code: dict[int, str | None], sig: PySignature, leaf: b
         return leaf_code.get(id(opd)) or "None"
     kids = [_structure(c, leaf_code, sig, leaf) for c in tree.children]
     if tree.type == "tuple":
-        return "(" + ", ".join(kids) + ("," if len(kids) == 1 else "") + ")"
+        return sequence(kids, False)
     if tree.type == "list":
         return "[" + ", ".join(kids) + "]"
     keys = tree.context if isinstance(tree.context, list) else []
@@ -249,7 +249,7 @@ def _rebuild(tree, leaves) -> str | None:
     if any(k is None for k in kids):
         return None
     if tree.type == "tuple":
-        return "(" + ", ".join(kids) + ("," if len(kids) == 1 else "") + ")"
+        return sequence(kids, False)
     if tree.type in ("list", "deque"):
         return "[" + ", ".join(kids) + "]"
     if tree.type in ("dict", "OrderedDict") and isinstance(tree.context, list) and len(tree.context) == len(kids):

@@ -87,8 +87,7 @@ def literal(v: Any) -> str:
             if type(x) is not int:
                 break
         else:
-            inner = ", ".join(map(str, v))
-            return f"[{inner}]" if t is list else f"({inner}{',' if len(v) == 1 else ''})"
+            return sequence(list(map(str, v)), t is list)
     if v is None or isinstance(v, bool):
         return repr(v)
     if isinstance(v, int):
@@ -104,14 +103,20 @@ def literal(v: Any) -> str:
     if isinstance(v, str):
         return repr(v)
     if isinstance(v, tuple):
-        return "(" + ", ".join(literal(x) for x in v) + ("," if len(v) == 1 else "") + ")"
+        return sequence([literal(x) for x in v], False)
     if isinstance(v, dict):
         return "{" + ", ".join(f"{literal(k)}: {literal(x)}" for k, x in v.items()) + "}"
     if isinstance(v, (list, range)):
-        return "[" + ", ".join(literal(x) for x in v) + "]"
+        return sequence([literal(x) for x in v], True)
     if hasattr(v, "tolist"):  # numpy scalars and arrays
         return literal(v.tolist())
     return repr(v)
+
+
+def sequence(items: list[str], as_list: bool) -> str:
+    """A list or tuple display of already spelled items (a one-item tuple keeps its comma)."""
+    inner = ", ".join(items)
+    return f"[{inner}]" if as_list else f"({inner}{',' if len(items) == 1 else ''})"
 
 
 def call(fn: str, args: list[str], kwargs: list[tuple[str, str]] = ()) -> str:

@@ -10,7 +10,6 @@ and never has more than 9 digits around the point (ncnn accumulates them in an u
 from __future__ import annotations
 
 import functools
-
 import math
 import re
 

@@ -112,7 +112,8 @@ def test_folded_kernels_are_written_in_pieces_as_their_whole_arrays_would_be(tmp
         m.bn.running_var.uniform_(0.5, 2)
         if poison:
             m.conv.weight[3, 2, 1, 1] = float("inf")
-    pt2 = export_pt2(m, (torch.randn(1, 57, 4, 4),), tmp_path / "m.pt2")
+    x = torch.randn(1, 57, 4, 4)
+    pt2 = export_pt2(m, (x,), tmp_path / "m.pt2")
     result = convert(str(pt2))
     kernels = _piecewise(result)
     sizes = sorted(math.prod(k.shape) for k in kernels)
@@ -131,3 +132,11 @@ def test_folded_kernels_are_written_in_pieces_as_their_whole_arrays_would_be(tmp
     assert [p.read_bytes() for p in again] == [p.read_bytes() for p in first]
     with zipfile.ZipFile(first[3]) as z:
         assert z.testzip() is None
+    if not poison:  # the model written from the pieces loads in ncnn and computes the module
+        from tests.harness import TOL, rel_error
+        from tests.ncnn_runtime import run_layout
+
+        (got,) = run_layout(first[0], first[1], [x.numpy()], result.ncnn.meta)
+        with torch.no_grad():
+            want = m(x).numpy()
+        assert got.shape == want.shape and rel_error(got, want) < TOL[True]

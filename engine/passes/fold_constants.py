@@ -717,7 +717,7 @@ class _Folder:
             attr = _tagged(Attribute(arr), out)
         else:
             attr = self._lazy(op, out, shaped)
-        n = int(np.prod(attr.shape)) if attr.shape else 1
+        n = math.prod(attr.shape)  # an Attribute's shape: ints
         if n > self.budget:
             if force:
                 self.over_budget[id(op)] = (op, n)
@@ -809,10 +809,10 @@ class _Folder:
         return Attribute(loader=load, shape=shape, dtype=out.dtype)
 
     def _small_enough(self, op: Operator, attr: Attribute) -> bool:
-        n = int(np.prod(attr.shape)) if attr.shape else 1
+        n = math.prod(attr.shape)
         if n <= SMALL_RESULT or op.type in SHAPE_ONLY or (op.type in COMPUTED and n <= COMPUTED_RESULT):
             return True
-        sizes = [int(np.prod(i.shape)) for i in op.inputs if i.shape is not None and _static(i.shape)]
+        sizes = [math.prod(i.shape) for i in op.inputs if i.shape is not None and _static(i.shape)]
         return not sizes or n <= MAX_GROWTH * max(max(sizes), 1)
 
     def fold_split(self, op: Operator) -> bool:

@@ -6,23 +6,34 @@ target (half of ddd4dc1's CPU time, ``bench_convert_speed.py``) is near or under
 cannot get there by speeding up the conversion.
 
     /work/benchvenv/bin/python tests/benchmarks/bench_convert_floor.py MODEL.pt2 [...] [--runs 5]
+    /work/benchvenv/bin/python tests/benchmarks/bench_convert_floor.py --baseline /work/wt/ddd [MODEL.pt2 ...] [--runs 3]
 
 Prints, per model, the median CPU time (user + system) of whole processes doing only that, and
-of a process that only starts Python and imports numpy.
+of a process that only starts Python and imports numpy. Each run writes into an empty folder
+(the previous run's files are removed outside the measured process, as ``bench_convert_speed.py``
+does: freeing hundreds of MB costs whoever frees them). With ``--baseline TREE`` each round also
+runs ``pt2ncnn convert`` of that tree and of this one, interleaved with the floor (this VM's speed
+moves by tenths between minutes: only times of the same rounds compare), and writes
+``results/convert_floor.md``: each model's target (half the baseline's CPU time) against its floor.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 FP16 = HERE.parents[1] / "engine" / "writers" / "fp16.py"
+RESULTS = HERE / "results"
+WORK = Path("/tmp/pt2ncnn-bench-scale/torchvision")
 
 #: the child: the archive's central directory parsed by hand (zipfile's import costs more)
 _CHILD = r'''
@@ -69,7 +80,6 @@ for _ in range(cnt):
     nb.write(b"\x47\x6b\x30\x01")
     for lo in range(0, a.size, CH):
         c = a[lo:lo + CH]
-        c.min(), c.max()
         o = buf[:c.size]
         enc.into(c, o)
         nb.write(o)
@@ -83,17 +93,94 @@ def _cpu(cmd: list[str]) -> float:
     return after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
 
 
+def floor_once(model: Path) -> float:
+    """CPU seconds of one process doing only the byte work of converting ``model``, writing
+    into an empty folder."""
+    d = tempfile.mkdtemp(prefix="pt2ncnn-floor-")
+    try:
+        return _cpu([sys.executable, "-c", _CHILD, str(model), f"{d}/m", str(FP16)])
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def measure(model: Path, runs: int, baseline: Path | None, out: Path) -> dict:
+    """Medians of ``runs`` interleaved rounds: the floor, and with ``baseline`` the whole
+    ``pt2ncnn convert`` of the baseline tree and of this one (``bench_convert_speed.cli_cpu``)."""
+    from bench_convert_speed import ROOT, cli_cpu
+
+    floors, base, cur = [], [], []
+    for _ in range(runs):
+        floors.append(floor_once(model))
+        if baseline is not None:
+            base.append(sum(cli_cpu(sys.executable, baseline, model, out)[:2]))
+            cur.append(sum(cli_cpu(sys.executable, ROOT, model, out)[:2]))
+    row = {"model": model.stem, "mb": round(model.stat().st_size / 2**20, 1),
+           "floor_s": round(statistics.median(floors), 3)}
+    if baseline is not None:
+        b, c = statistics.median(base), statistics.median(cur)
+        row.update(baseline_s=round(b, 3), target_s=round(b / 2, 3), current_s=round(c, 3), speedup=round(b / c, 2))
+    shutil.rmtree(out, ignore_errors=True)
+    return row
+
+
+def write_report(rows: list[dict], baseline_rev: str, current_rev: str, base: float, runs: int) -> Path:
+    """``results/convert_floor.md``: every model's 2x target against its floor."""
+    reach = [r for r in rows if r["target_s"] > r["floor_s"]]
+    below = [r for r in rows if r["target_s"] <= r["floor_s"]]
+    lines = [
+        "# The floor of a conversion against the 2x target (`tests/benchmarks/bench_convert_floor.py`)", "",
+        f"Measured {time.strftime('%Y-%m-%d %H:%M')}, median of {runs} interleaved rounds per model, each "
+        "round three whole processes: the *floor*, a process that starts Python, imports numpy, reads "
+        "every weight with its zip CRC checked, converts it to fp16 (the engine's encoder) and writes "
+        "both weight files, with no graph work and no engine import; `pt2ncnn convert` of the baseline "
+        f"({baseline_rev}) and of the current tree ({current_rev}); CPU time (user + system), every "
+        f"process writing into an empty folder. Python + numpy alone: {base:.3f} s. *target*: half the "
+        "baseline's time. A target at or below the floor cannot be met by any conversion that checks "
+        "the CRCs, converts to fp16 and writes both files.", "",
+        f"**{len(rows)} models: {len(reach)} with the target above the floor, {len(below)} at or below it.**", "",
+    ]
+    for group, what in ((reach, "above"), (below, "at or below")):
+        if group:
+            sp = [r["speedup"] for r in group]
+            lines += [f"**Target {what} the floor: speed-up min {min(sp):.2f}×, median {statistics.median(sp):.2f}×, "
+                      f"max {max(sp):.2f}×; {sum(x >= 2 for x in sp)} of {len(sp)} at 2× or more.**", ""]
+    lines += ["| model | .pt2 | floor | baseline | target (baseline / 2) | current | speed-up | floor / target | "
+              "current − floor |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in sorted(rows, key=lambda r: r["floor_s"] / r["target_s"]):
+        lines.append(f"| {r['model']} | {r['mb']:.0f} MB | {r['floor_s']:.3f} s | {r['baseline_s']:.3f} s | "
+                     f"{r['target_s']:.3f} s | {r['current_s']:.3f} s | {r['speedup']:.2f}× | "
+                     f"{r['floor_s'] / r['target_s']:.2f} | {r['current_s'] - r['floor_s']:.3f} s |")
+    out = RESULTS / "convert_floor.md"
+    out.write_text("\n".join(lines) + "\n")
+    (RESULTS / "convert_floor.json").write_text(json.dumps(rows, indent=1) + "\n")
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("models", nargs="+", type=Path)
+    ap.add_argument("models", nargs="*", type=Path, help=".pt2 files (default with --baseline: every one in --work)")
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--baseline", type=Path, help="a checkout of the baseline commit: also convert with it and "
+                    "with this tree in the same rounds, and write the report")
+    ap.add_argument("--work", type=Path, default=WORK)
     args = ap.parse_args()
+    models = args.models or (sorted(args.work.glob("*.pt2")) if args.baseline else [])
+    if not models:
+        ap.error("give models, or --baseline")
+    sys.path.insert(0, str(HERE))
+    from bench_convert_speed import ROOT, _rev
+
     base = statistics.median(_cpu([sys.executable, "-c", "import numpy"]) for _ in range(args.runs))
     print(f"Python + numpy alone: {base:.3f} s CPU")
-    for model in args.models:
-        with tempfile.TemporaryDirectory() as d:
-            runs = [_cpu([sys.executable, "-c", _CHILD, str(model), f"{d}/m", str(FP16)]) for _ in range(args.runs)]
-        print(f"{model.stem}: floor {statistics.median(runs):.3f} s CPU (user + system, median of {args.runs})")
+    rows = []
+    for model in models:
+        r = measure(model, args.runs, args.baseline, Path(tempfile.gettempdir()) / "pt2ncnn-floor-out")
+        rows.append(r)
+        extra = (f", baseline {r['baseline_s']:.3f} s (target {r['target_s']:.3f} s), current {r['current_s']:.3f} s"
+                 if args.baseline else "")
+        print(f"{r['model']}: floor {r['floor_s']:.3f} s{extra}", flush=True)
+    if args.baseline:
+        print(f"report: {write_report(rows, _rev(args.baseline), _rev(ROOT), base, args.runs)}")
     return 0
 
 

@@ -66,3 +66,22 @@ def test_reads_before_the_write_see_the_old_value(tmp_path):
     x = torch.randn(1, 4)
     got, _ = _folded_output(_graph(f, x, tmp_path))
     np.testing.assert_array_equal(got, f(x).numpy())
+
+
+
+def test_a_second_write_through_a_kept_view_reaches_the_base(tmp_path):
+    """``mv``, a view of ``m`` kept in a variable, is written three times (a slice fill, a row,
+    an in-place add): each write reaches ``m`` through the views the earlier writes' rewrites
+    added (the pass counts the order once and places what it adds right after its write)."""
+    def f(x):
+        m = x.new_zeros((2, 3, 4))
+        mv = m.view(6, 4)
+        mv[:, 1] = 3.0
+        mv[0] = 9.0
+        mv[2:4] += 1.0
+        return m * 2
+
+    x = torch.randn(1, 4)
+    got, cx = _folded_output(_graph(f, x, tmp_path))
+    np.testing.assert_array_equal(got, f(x).numpy())
+    assert not cx.diagnostics.errors

@@ -88,7 +88,7 @@ def lower_graph(g: Graph, registry: Registry, ctx: ConversionContext,
         if emitted is None:
             continue
         lowered += 1
-        if any("target" in e.meta for e in emitted):  # is_aten: a rule emitted ATen ops to lower in turn
+        if any(map(is_aten, emitted)):  # a rule emitted ATen ops to lower in turn
             lowered += _lower_emitted(g, registry, ctx, op, emitted, skip, check)
     return lowered
 
@@ -225,6 +225,6 @@ def _lower_one(g: Graph, registry: Registry, ctx: ConversionContext, op: Operato
         for o in e.outputs:
             if _TMP in o.name:
                 g.rename_operand(o, o.name.replace(_TMP, ""))
-        if "target" in meta:  # is_aten(e)
+        if is_aten(e):
             meta.setdefault("emitted_by", f"{conv.label} for {original_name}")
     return emitted

@@ -186,7 +186,7 @@ class Registry:
         """The first accepting candidate for ``op`` and the refusal reasons of those before it."""
         reasons: list[Refusal] = []
         for conv in self._rules.get(op.type, ()):
-            why = None if conv.validator is None else conv.check(op, ctx)  # (most rules have none)
+            why = conv.check(op, ctx)
             if why is None:
                 return conv, reasons
             reasons.append(why)

@@ -50,7 +50,7 @@ def run(graph, cx):
             continue
         if op.type in ASSERTS and all(not o.consumers for o in op.outputs):
             graph.remove_op(op)
-        elif op.type in IDENTITY and _is_noop(op):
+        elif _is_noop(op):
             graph.replace_all_uses(op.outputs[0], op.inputs[0])
             if all(not o.consumers for o in op.outputs):
                 graph.remove_op(op)

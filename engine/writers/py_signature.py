@@ -234,7 +234,7 @@ def _structure(tree, leaf_code: dict[int, str | None], sig: PySignature, leaf: b
     if tree.type == "tuple":
         return sequence(kids, False)
     if tree.type == "list":
-        return "[" + ", ".join(kids) + "]"
+        return sequence(kids, True)
     keys = tree.context if isinstance(tree.context, list) else []
     return "{" + ", ".join(f"{literal(k)}: {v}" for k, v in zip(keys, kids)) + "}"
 
@@ -251,7 +251,7 @@ def _rebuild(tree, leaves) -> str | None:
     if tree.type == "tuple":
         return sequence(kids, False)
     if tree.type in ("list", "deque"):
-        return "[" + ", ".join(kids) + "]"
+        return sequence(kids, True)
     if tree.type in ("dict", "OrderedDict") and isinstance(tree.context, list) and len(tree.context) == len(kids):
         return "{" + ", ".join(f"{literal(k)}: {v}" for k, v in zip(tree.context, kids)) + "}"
     return None

@@ -7,7 +7,7 @@ import engine
 import engine.convert  # noqa: F401
 from engine.build import build_graph
 from engine.passes import PassContext, fold_constants, functionalize_view_mutations, normalize_inplace, remove_noops
-from tests.harness import Fn, export_pt2
+from tests.harness import Fn, check_module, export_pt2
 
 
 def _graph(fn, x, tmp_path):
@@ -85,3 +85,5 @@ def test_a_second_write_through_a_kept_view_reaches_the_base(tmp_path):
     got, cx = _folded_output(_graph(f, x, tmp_path))
     np.testing.assert_array_equal(got, f(x).numpy())
     assert not cx.diagnostics.errors
+    # and through the whole conversion into the ncnn runtime, the folded mask times the input
+    check_module(Fn(lambda x: f(x) * x), [x], tmp_path, name="kept_view")
